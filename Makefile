@@ -1,0 +1,43 @@
+# Two commands set up and run everything on a fresh machine:
+#   make demo   build the virtualenv, run the corpus jobs and builders on ../shared/data, print where outputs are
+#   make test   build the virtualenv, run the whole test suite
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+SHARED ?= $(abspath ../shared/data)
+OUT ?= $(abspath out)
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+export AUGURY_SHARED_DATA := $(SHARED)
+
+.PHONY: demo test lint bench venv clean
+
+venv: $(VENV)/.installed
+
+# torch first, pinned: the CPU build lies on local disk; an unpinned torch would pull a CUDA build.
+$(VENV)/.installed: pyproject.toml constraints.txt
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[local,dev]'
+	touch $@
+
+demo: venv
+	./demo.sh "$(SHARED)" "$(OUT)"
+
+test: venv
+	$(PY) -m pytest -q tests
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+bench: venv
+	$(PY) -m bench.ingest_news
+	$(PY) -m bench.llm_local
+	$(PY) -m bench.cil_cost
+
+clean:
+	rm -rf $(VENV) out .pytest_cache

@@ -1,0 +1,91 @@
+"""Spark plumbing shared by the corpus jobs: the session and the partitioned Parquet writer."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+from udfs import storage
+from udfs.schemas import TableSpec
+
+log = logging.getLogger("augury.spark")
+
+SESSION_CONF = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.sql.sources.partitionOverwriteMode": "dynamic",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.adaptive.enabled": "true",
+}
+
+
+def spark_session(app_name: str, conf: dict[str, str] | None = None) -> SparkSession:
+    """The active session, or a new one. Under spark-submit the master comes from the command
+    line; run as ``python -m jobs.<job>`` it is ``local[*]`` (override with SPARK_MASTER)."""
+    builder = SparkSession.builder.appName(app_name)
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
+        builder = builder.master(os.environ.get("SPARK_MASTER", "local[*]"))
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    for key, value in {**SESSION_CONF, **(conf or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    for key, value in SESSION_CONF.items():
+        spark.conf.set(key, value)
+    return spark
+
+
+def spark_schema(spec: TableSpec, include_partitions: bool = True) -> StructType:
+    """The Spark StructType of a table, derived from its Arrow schema (the single source of truth)."""
+    schema = spec.schema if include_partitions else spec.file_schema
+    return from_arrow_schema(schema)
+
+
+def has_s3a(spark: SparkSession) -> bool:
+    """True when the hadoop-aws S3A filesystem is on the classpath (cluster conf adds it)."""
+    try:
+        spark.sparkContext._jvm.java.lang.Class.forName("org.apache.hadoop.fs.s3a.S3AFileSystem")
+    except Exception:  # noqa: BLE001 - py4j wraps ClassNotFoundException in its own error type
+        return False
+    return True
+
+
+def write_partitioned(df: DataFrame, spec: TableSpec, root: str) -> None:
+    """Write ``df`` to ``spec``'s place under ``root``, replacing exactly the partitions it holds.
+
+    Local roots are written directly. S3 roots are written through s3a when the cluster has it;
+    otherwise (a laptop, the tests) Spark writes to a local staging directory and the produced
+    partitions are uploaded through s3fs, replacing the same partitions at the destination.
+    """
+    df = df.select(*[f.name for f in spec.schema])
+    uri = spec.uri(root)
+    if not storage.is_s3(uri):
+        df.write.mode("overwrite").partitionBy(*spec.partition_cols).parquet(storage.local_path(uri))
+        return
+    spark = df.sparkSession
+    if has_s3a(spark):
+        df.write.mode("overwrite").partitionBy(*spec.partition_cols).parquet("s3a://" + uri[len("s3://") :])
+        return
+    with tempfile.TemporaryDirectory(prefix=f"augury-{spec.name}-") as staging:
+        df.write.mode("overwrite").partitionBy(*spec.partition_cols).parquet(staging)
+        produced = _partition_dirs(staging, len(spec.partition_cols))
+        if not spec.partition_cols:
+            storage.delete(uri)
+        n = storage.upload_tree(staging, uri, replace_subdirs=produced)
+        log.info("uploaded %d files of %s to %s (partitions replaced: %d)", n, spec.name, uri, len(produced))
+
+
+def _partition_dirs(local_dir: str, depth: int) -> list[str]:
+    """Relative partition directories ``k=v[/k2=v2]`` that hold data files."""
+    root = Path(local_dir)
+    if depth == 0:
+        return []
+    dirs = {p.parent.relative_to(root).as_posix() for p in root.rglob("*.parquet")}
+    return sorted(d for d in dirs if d.count("/") == depth - 1 and "=" in d)

@@ -1,0 +1,1 @@
+"""Ray job entry points (builders, evaluation) and the LLM stage machinery they share."""

@@ -1,0 +1,101 @@
+"""Shared fixtures: the real sample data, a local Spark session, a moto S3 server.
+
+Everything here is real: Spark runs in local mode, S3 is moto's server speaking the S3 wire
+protocol to s3fs, and the sample files are the ones in ``../shared/data``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def shared_data_dir() -> Path:
+    """``$AUGURY_SHARED_DATA`` or ``../shared/data`` next to the repository."""
+    path = Path(os.environ.get("AUGURY_SHARED_DATA", REPO.parent / "shared" / "data"))
+    if not path.is_dir():
+        raise RuntimeError(f"sample data not found at {path}; set AUGURY_SHARED_DATA")
+    return path
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    return shared_data_dir()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[str]:
+    """A moto S3 server on localhost; boto/s3fs clients find it through AWS_ENDPOINT_URL."""
+    from moto.server import ThreadedMotoServer
+
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    saved = {k: os.environ.get(k) for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")}
+    os.environ.update(
+        AWS_ENDPOINT_URL=endpoint,
+        AWS_ACCESS_KEY_ID="testing",
+        AWS_SECRET_ACCESS_KEY="testing",
+        AWS_DEFAULT_REGION="us-east-1",
+    )
+    yield endpoint
+    server.stop()
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture
+def s3_root(s3_server: str) -> str:
+    """A fresh, empty bucket on the moto server, as an ``s3://`` root URI."""
+    import s3fs
+
+    from udfs.storage import s3_filesystem_options
+
+    bucket = f"augury-test-{uuid.uuid4().hex[:10]}"
+    s3fs.S3FileSystem(**s3_filesystem_options()).mkdir(bucket)
+    return f"s3://{bucket}/root"
+
+
+@pytest.fixture(scope="session")
+def spark(s3_server: str):
+    """One local Spark session for the whole run (started after the S3 env so workers inherit it)."""
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("augury-tests")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.default.parallelism", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "2g")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

@@ -1,0 +1,106 @@
+"""The summary every job and stage ends with: rows read, written, rejected by reason, time.
+
+Counts must reconcile (read = written + rejected, unless a job says otherwise in ``notes``);
+``reconciles`` says whether they do, and the summary is written next to the outputs as JSON.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class RunSummary:
+    """Counters of one job or stage run."""
+
+    name: str
+    rows_read: int = 0
+    rows_written: int = 0
+    rejected: Counter = field(default_factory=Counter)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    started_at: float = field(default_factory=time.time)
+    finished_at: float | None = None
+
+    def reject(self, reason: str, n: int = 1) -> None:
+        self.rejected[reason] += n
+
+    @property
+    def rows_rejected(self) -> int:
+        return sum(self.rejected.values())
+
+    @property
+    def reconciles(self) -> bool:
+        return self.rows_read == self.rows_written + self.rows_rejected
+
+    def finish(self) -> RunSummary:
+        self.finished_at = time.time()
+        return self
+
+    @property
+    def seconds(self) -> float:
+        return (self.finished_at or time.time()) - self.started_at
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "rows_read": self.rows_read,
+            "rows_written": self.rows_written,
+            "rows_rejected": self.rows_rejected,
+            "rejected_by_reason": dict(sorted(self.rejected.items())),
+            "reconciles": self.reconciles,
+            "metrics": self.metrics,
+            "notes": self.notes,
+            "seconds": round(self.seconds, 3),
+        }
+
+    def table(self) -> str:
+        """A fixed-width text table for the console."""
+        rows: list[tuple[str, str]] = [
+            ("rows read", f"{self.rows_read:,}"),
+            ("rows written", f"{self.rows_written:,}"),
+            ("rows rejected", f"{self.rows_rejected:,}"),
+        ]
+        rows += [(f"  rejected: {reason}", f"{n:,}") for reason, n in sorted(self.rejected.items())]
+        rows += [(str(k), _fmt(v)) for k, v in self.metrics.items()]
+        rows.append(("counts reconcile", "yes" if self.reconciles else "NO"))
+        rows.append(("time", f"{self.seconds:.1f} s"))
+        width = max(len(k) for k, _ in rows)
+        vwidth = max(len(v) for _, v in rows)
+        rule = "-" * (width + vwidth + 5)
+        lines = [rule, f" {self.name}", rule]
+        lines += [f" {k.ljust(width)}   {v.rjust(vwidth)}" for k, v in rows]
+        lines += [f" note: {n}" for n in self.notes]
+        lines.append(rule)
+        return "\n".join(lines)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.3f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def combined_table(summaries: list[RunSummary], title: str) -> str:
+    """One line per stage: read / written / rejected / time, for multi-stage pipelines."""
+    header = ("stage", "read", "written", "rejected", "ok", "seconds")
+    body = [
+        (
+            s.name,
+            f"{s.rows_read:,}",
+            f"{s.rows_written:,}",
+            f"{s.rows_rejected:,}",
+            "yes" if s.reconciles else "NO",
+            f"{s.seconds:.1f}",
+        )
+        for s in summaries
+    ]
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+    fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+    rule = "-" * len(fmt(header))
+    return "\n".join([title, rule, fmt(header), rule, *map(fmt, body), rule])
