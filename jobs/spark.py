@@ -52,7 +52,7 @@ def has_s3a(spark: SparkSession) -> bool:
     """True when the hadoop-aws S3A filesystem is on the classpath (cluster conf adds it)."""
     try:
         spark.sparkContext._jvm.java.lang.Class.forName("org.apache.hadoop.fs.s3a.S3AFileSystem")
-    except Exception:  # noqa: BLE001 - py4j wraps ClassNotFoundException in its own error type
+    except Exception:  # py4j wraps ClassNotFoundException in its own error type
         return False
     return True
 

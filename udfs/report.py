@@ -101,6 +101,11 @@ def combined_table(summaries: list[RunSummary], title: str) -> str:
         for s in summaries
     ]
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
-    fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+
+    def fmt(row: tuple[str, ...]) -> str:
+        return "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        )
+
     rule = "-" * len(fmt(header))
     return "\n".join([title, rule, fmt(header), rule, *map(fmt, body), rule])

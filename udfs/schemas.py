@@ -143,7 +143,9 @@ SOURCE_REJECTED = TableSpec(
             pa.field("item", pa.string()),  # page title, day, file name, …
             pa.field("reason", pa.string(), nullable=False),
             pa.field("detail", pa.string()),
-            pa.field("source", pa.string(), nullable=False),  # partition: wiki_pages, wcep_wikitext, wcep_html
+            pa.field(
+                "source", pa.string(), nullable=False
+            ),  # partition: wiki_pages, wcep_wikitext, wcep_html
         ]
     ),
 )

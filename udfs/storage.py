@@ -34,7 +34,9 @@ def normalize_uri(uri: str) -> str:
     if parsed.scheme == "file":
         return "file://" + str(Path(parsed.path).resolve())
     if parsed.scheme:
-        raise ValueError(f"unsupported URI scheme {parsed.scheme!r} in {uri!r} (use a path, file:// or s3://)")
+        raise ValueError(
+            f"unsupported URI scheme {parsed.scheme!r} in {uri!r} (use a path, file:// or s3://)"
+        )
     return "file://" + str(Path(uri).resolve())
 
 
@@ -163,9 +165,8 @@ def write_dataset(
     if replace not in ("partitions", "all"):
         raise ValueError("replace must be 'partitions' or 'all'")
     fs, path = filesystem(uri)
-    if replace == "all" or not partition_cols:
-        if fs.get_file_info(path).type == pafs.FileType.Directory:
-            fs.delete_dir(path)
+    if (replace == "all" or not partition_cols) and fs.get_file_info(path).type == pafs.FileType.Directory:
+        fs.delete_dir(path)
     fs.create_dir(path, recursive=True)
     ds.write_dataset(
         table,
@@ -184,7 +185,7 @@ def read_table(
     schema: pa.Schema | None = None,
     partition_cols: Sequence[str] = (),
     columns: Sequence[str] | None = None,
-    filter: ds.Expression | None = None,  # noqa: A002 - mirrors pyarrow's name
+    filter: ds.Expression | None = None,
 ) -> pa.Table:
     """Read a (possibly hive-partitioned) Parquet table; an absent table reads as empty."""
     fs, path = filesystem(uri)
@@ -267,7 +268,9 @@ def expand_inputs(patterns: Sequence[str], manifest: str | None = None) -> list[
         norm = normalize_uri(item)
         if norm.startswith("s3://"):
             fs = fsspec.filesystem("s3", **s3_filesystem_options())
-            matches = ["s3://" + m for m in fs.glob(norm[len("s3://") :])] if any(c in norm for c in "*?[") else []
+            matches = (
+                ["s3://" + m for m in fs.glob(norm[len("s3://") :])] if any(c in norm for c in "*?[") else []
+            )
             if not matches and fs.exists(norm[len("s3://") :]):
                 matches = [norm]
         else:
