@@ -102,3 +102,32 @@ def spark(s3_server: str):
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-golden", action="store_true", help="rewrite golden files instead of comparing")
+
+
+@pytest.fixture(scope="session")
+def update_golden(request) -> bool:
+    return request.config.getoption("--update-golden")
+
+
+@pytest.fixture(scope="session")
+def local_model_dir() -> Path:
+    """The embedded Gemma 3 270M as a plain checkpoint (converted once, then cached)."""
+    from pipelines.llm.local_model import embedded_model_dir
+
+    return embedded_model_dir()
+
+
+@pytest.fixture(scope="session")
+def ray_local(local_model_dir):
+    """A local Ray cluster for the whole run; local engine actors persist across tests."""
+    import logging
+
+    import ray
+
+    ray.init(num_cpus=4, include_dashboard=False, logging_level=logging.WARNING)
+    yield
+    ray.shutdown()

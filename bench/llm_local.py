@@ -1,0 +1,128 @@
+"""Local LLM stage vs the naive loop: requests/s and generated tokens/s on the same prompts.
+
+    python -m bench.llm_local [--prompts 48] [--max-tokens 24] [--batch-size 8]
+
+The naive loop is what most scripts do: load the model, then call ``generate`` once per prompt
+and cut the answer at the first newline afterwards (the tokens kept are what it delivers).
+The stage runs the same prompts through Ray Data and the batched local engine, with duplicate
+prompts collapsed. Both are greedy, so both produce the same answers; the model load is timed
+separately (the stage's engine actor is warmed on a throwaway stage first). Results go to
+``bench/results/llm_local.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+
+from pipelines.llm.config import LLMConfig
+from pipelines.llm.ray_env import ensure_ray
+from pipelines.llm.stage import LLMStage, StageRunner
+from pipelines.llm_smoke import ANSWER_SCHEMA, first_line
+
+COUNTRIES = [
+    "France", "Japan", "Kenya", "Brazil", "Peru", "Canada", "Egypt", "India", "Chile", "Norway",
+    "Ghana", "Nepal", "Spain", "Italy", "Mexico", "Turkey", "Poland", "Greece", "Sweden", "Vietnam",
+    "Morocco", "Austria", "Cuba", "Iran",
+]  # fmt: skip
+
+
+def naive_loop(prompts: list[str], max_tokens: int, model_dir: str) -> dict[str, float]:
+    """One ``generate`` call per prompt, as a plain transformers script would do it."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    started = time.time()
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+    load = time.time() - started
+    started, generated = time.time(), 0
+    for prompt in prompts:
+        enc = tokenizer(prompt, return_tensors="pt")
+        with torch.no_grad():
+            out = model.generate(**enc, max_new_tokens=max_tokens, do_sample=False)
+        new = tokenizer.decode(out[0, enc["input_ids"].shape[1] :], skip_special_tokens=True)
+        generated += len(tokenizer(new.split("\n")[0], add_special_tokens=False)["input_ids"])
+    seconds = time.time() - started
+    return {"load_s": load, "seconds": seconds, "requests": len(prompts), "generated_tokens": generated}
+
+
+def stage_run(table: pa.Table, max_tokens: int, llm: LLMConfig) -> dict[str, float]:
+    stage = LLMStage(
+        "bench",
+        "smoke.capital",
+        parser=first_line,
+        parsed_schema=ANSWER_SCHEMA,
+        sampling={"max_tokens": max_tokens},
+    )
+    with tempfile.TemporaryDirectory() as root:
+        warm = StageRunner(root, "warm", llm)
+        started = time.time()
+        warm.run(stage, table.slice(0, 1))
+        load = time.time() - started
+        runner = StageRunner(root, "bench", llm)
+        started = time.time()
+        runner.run(stage, table)
+        seconds = time.time() - started
+    metrics = runner.summaries[-1].metrics
+    return {
+        "load_s": load,
+        "seconds": seconds,
+        "requests": table.num_rows,
+        "engine_requests": metrics["requests_computed"],
+        "generated_tokens": metrics["output_tokens"],
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--prompts", type=int, default=48, help="number of requests (countries repeat)")
+    parser.add_argument("--max-tokens", type=int, default=24)
+    parser.add_argument("--batch-size", type=int, default=8)
+    args = parser.parse_args(argv)
+
+    from pipelines.llm.local_model import embedded_model_dir
+
+    llm = LLMConfig(batch_size=args.batch_size, shard_size=64)
+    ensure_ray(llm)
+    countries = [COUNTRIES[i % len(COUNTRIES)] for i in range(args.prompts)]
+    table = pa.table({"country": countries})
+    runner = StageRunner(tempfile.gettempdir(), "render", llm)
+    prompt = LLMStage("r", "smoke.capital").prompt
+    prompts = [runner.prompt_text(prompt.render({"country": c})) for c in countries]
+
+    ours = stage_run(table, args.max_tokens, llm)
+    naive = naive_loop(prompts, args.max_tokens, str(embedded_model_dir()))
+    rows = []
+    for name, r in (("naive loop", naive), ("augury stage", ours)):
+        rows.append(
+            (
+                name,
+                r["requests"] / r["seconds"],
+                r["generated_tokens"] / r["seconds"],
+                r["seconds"],
+                r["load_s"],
+            )
+        )
+    print(
+        f"\n{args.prompts} requests ({len(set(countries))} distinct), greedy, max {args.max_tokens} new tokens"
+    )
+    print(f"{'':<14}{'req/s':>9}{'gen tok/s':>11}{'seconds':>10}{'load s':>9}")
+    for name, rps, tps, sec, load in rows:
+        print(f"{name:<14}{rps:>9.2f}{tps:>11.1f}{sec:>10.1f}{load:>9.1f}")
+    ratio = (ours["requests"] / ours["seconds"]) / (naive["requests"] / naive["seconds"])
+    print(f"requests/s ratio (stage / naive): {ratio:.2f}x")
+    out = Path("bench/results")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "llm_local.json").write_text(json.dumps({"naive": naive, "stage": ours, "ratio": ratio}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,25 @@
+"""Starting Ray: attach to a cluster when one is there (``ray job submit``), else start locally."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from pipelines.llm.config import LLMConfig
+
+
+def ensure_ray(cfg: LLMConfig) -> None:
+    """Initialise Ray once per process. Locally, logical CPUs default to at least 4 so the
+    engine actor does not starve Ray Data's read and write tasks on a 2-core machine."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    if os.environ.get("RAY_ADDRESS"):
+        ray.init(address=os.environ["RAY_ADDRESS"], logging_level=logging.WARNING)
+        return
+    ray.init(
+        num_cpus=cfg.ray_num_cpus or max(4, os.cpu_count() or 1),
+        include_dashboard=False,
+        logging_level=logging.WARNING,
+    )

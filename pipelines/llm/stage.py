@@ -1,0 +1,435 @@
+"""Named LLM stages over Parquet, resumable and deduplicated.
+
+``StageRunner.run(stage, rows)`` renders the stage's prompt for every row (and sample), turns
+the rows into requests keyed by content, drops requests already answered (response shards on
+disk) and duplicates, sorts the rest by prompt text so requests sharing a prefix stay adjacent
+(the engine's prefix cache hits), runs them through the configured backend on Ray Data, writes
+each shard of responses durably as it arrives, and joins everything back into output rows: the
+input columns plus the contract columns of ``udfs.llm_rows``. A parse failure is a row with
+``parse_ok = false`` and a reason.
+
+Layout under ``<root>/<namespace>/<stage>/``: ``responses/shard-*.parquet`` (the request cache),
+``output/`` (the output rows) and ``_SUCCESS.json`` (the summary). An interrupted stage reruns
+only the requests no completed shard holds; a finished one reruns with zero requests.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipelines.llm.config import LLMConfig
+from udfs import storage
+from udfs.choice import ChoicePlan, plan_choice, resolve_choice
+from udfs.llm_parsing import ParseError, parse_verbalized_probability
+from udfs.llm_rows import (
+    GENERATE,
+    OUTPUT_COLUMNS,
+    OUTPUT_FIELDS,
+    REQUEST_SCHEMA,
+    RESPONSE_SCHEMA,
+    SCORE,
+    merge_sampling,
+    request_key,
+    sample_seed,
+)
+from udfs.prompts import Prompt, Rendered, load_prompt
+from udfs.report import RunSummary
+
+log = logging.getLogger("augury.llm.stage")
+
+Parser = Callable[[str], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class LLMStage:
+    """What one stage asks of the model.
+
+    ``variables`` maps an input row to the prompt's variables (default: the row itself).
+    ``parser`` (generate only) maps raw text to the ``parsed_schema`` columns or raises
+    ParseError. ``options_column`` gives per-row options for a choice prompt (default: the
+    prompt's own ``options``). ``samples`` > 1 duplicates each row with distinct seeds.
+    ``structured`` asks a generate request for structured output: ``{"json": schema}``,
+    ``{"choice": [...]}`` or ``{"regex": ...}`` (native on vLLM; choice only on the local engine).
+    """
+
+    name: str
+    prompt_id: str
+    parser: Parser | None = None
+    parsed_schema: pa.Schema = field(default_factory=lambda: pa.schema([]))
+    variables: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    options_column: str | None = None
+    sampling: dict[str, Any] = field(default_factory=dict)
+    samples: int = 1
+    seed: int = 0
+    structured: dict[str, Any] | None = None
+
+    @property
+    def prompt(self) -> Prompt:
+        return load_prompt(self.prompt_id)
+
+
+@dataclass
+class StagePlan:
+    """What a stage would send to the engine."""
+
+    stage: str
+    rows: int
+    requests_total: int
+    requests_unique: int
+    requests_cached: int
+    requests_to_compute: int
+    est_prompt_tokens: int
+    max_output_tokens: int
+
+
+@dataclass
+class _Unit:
+    """One output row: an input row and a sample index, with its requests."""
+
+    row_index: int
+    sample_index: int
+    sampling: dict[str, Any]
+    keys: list[str]
+    options: list[str] | None = None
+    plan: ChoicePlan | None = None
+
+
+class StageRunner:
+    """Runs LLM stages of one pipeline under ``<root>/<namespace>/``."""
+
+    def __init__(
+        self, root: str, namespace: str, llm: LLMConfig, force: bool = False, plan_only: bool = False
+    ):
+        self.root, self.namespace, self.llm = root, namespace, llm
+        self.force, self.plan_only = force, plan_only
+        self.summaries: list[RunSummary] = []
+        self.plans: list[StagePlan] = []
+        self._tokenizer: Any = None
+        self._tokenizer_loaded = False
+
+    # ----------------------------------------------------------------- rendering
+    @property
+    def tokenizer(self):
+        """The model's tokenizer (chat template, choice token ids, token estimates), or None for an
+        http model whose tokenizer cannot be loaded."""
+        if not self._tokenizer_loaded:
+            self._tokenizer_loaded = True
+            from transformers import AutoTokenizer
+
+            if self.llm.backend == "local":
+                from pipelines.llm.local_model import embedded_model_dir
+
+                self._tokenizer = AutoTokenizer.from_pretrained(
+                    self.llm.model_dir or str(embedded_model_dir())
+                )
+            else:
+                try:
+                    self._tokenizer = AutoTokenizer.from_pretrained(self.llm.tokenizer_source)
+                except (OSError, ValueError) as exc:
+                    if self.llm.backend == "vllm":
+                        raise
+                    log.warning(
+                        "no tokenizer for %s (%s): plain prompts, no choice requests", self.llm.model, exc
+                    )
+        return self._tokenizer
+
+    def prompt_text(self, rendered: Rendered) -> str:
+        """The exact text sent to the engine: chat template when the model has one, else plain."""
+        tok = self.tokenizer
+        if self.llm.chat_template and tok is not None and getattr(tok, "chat_template", None):
+            text = tok.apply_chat_template(rendered.messages(), add_generation_prompt=True, tokenize=False)
+            return text + rendered.answer_prefix
+        return rendered.plain_text()
+
+    def _tokenize(self, text: str) -> list[int]:
+        if self.tokenizer is None:
+            raise ValueError(f"choice requests on the {self.llm.backend} backend need a loadable --tokenizer")
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def _count_tokens(self, text: str) -> int:
+        return len(self._tokenize(text)) if self.tokenizer is not None else max(1, len(text) // 4)
+
+    # ----------------------------------------------------------------- running
+    def stage_uri(self, stage_name: str) -> str:
+        return storage.join(self.root, self.namespace, stage_name)
+
+    def run(self, stage: LLMStage, rows: pa.Table) -> pa.Table:
+        """Run one stage over ``rows``; returns the output rows (see module docstring)."""
+        prompt = stage.prompt
+        uri = self.stage_uri(stage.name)
+        if self.force and not self.plan_only:
+            storage.delete(uri)
+        summary = RunSummary(name=f"{self.namespace}/{stage.name}")
+        rows = _drop_contract_columns(rows, stage)
+        records = rows.to_pylist()
+        units, requests = self._build_requests(stage, prompt, records)
+        requests_total = sum(len(u.keys) for u in units)
+        cached = _load_responses(uri, set(requests))
+        pending = [
+            requests[k] for k in sorted(set(requests) - set(cached), key=lambda k: requests[k]["prompt_text"])
+        ]
+        summary.metrics.update(
+            requests_total=requests_total,
+            requests_unique=len(requests),
+            duplicates_collapsed=requests_total - len(requests),
+            requests_cached=len(cached),
+            requests_computed=0,
+        )
+        if self.plan_only:
+            self.plans.append(self._plan(stage.name, len(units), pending, summary))
+            responses = cached
+        else:
+            responses = {**cached, **self._execute(stage, uri, pending, summary)}
+        table = self._assemble(stage, prompt, rows, units, responses, summary)
+        summary.finish()
+        if not self.plan_only:
+            storage.write_dataset(table, storage.join(uri, "output"), replace="all")
+            storage.mark_done(uri, summary.to_dict())
+            log.info("stage %s done\n%s", stage.name, summary.table())
+        self.summaries.append(summary)
+        return table
+
+    def _build_requests(
+        self, stage: LLMStage, prompt: Prompt, records: list[dict[str, Any]]
+    ) -> tuple[list[_Unit], dict[str, dict[str, Any]]]:
+        if stage.samples < 1:
+            raise ValueError("samples must be >= 1")
+        kind = prompt.kind
+        structured = json.dumps(stage.structured, sort_keys=True) if stage.structured else None
+        if structured and kind != "generate":
+            raise ValueError(f"stage {stage.name}: structured output applies to generate prompts only")
+        plans: dict[tuple, ChoicePlan] = {}
+        units: list[_Unit] = []
+        requests: dict[str, dict[str, Any]] = {}
+        for index, record in enumerate(records):
+            variables = stage.variables(record) if stage.variables else record
+            text = self.prompt_text(prompt.render(variables))
+            for sample in range(stage.samples):
+                sampling = merge_sampling(prompt.sampling, stage.sampling)
+                sampling["seed"] = sample_seed(stage.seed, text, sample)
+                unit = _Unit(index, sample, sampling, [])
+                if kind == "choice":
+                    options = (
+                        list(record[stage.options_column]) if stage.options_column else list(prompt.options)
+                    )
+                    ends_with_space = text[-1:].isspace()
+                    plan_key = (tuple(options), ends_with_space)
+                    if plan_key not in plans:
+                        plans[plan_key] = plan_choice(options, self._tokenize, ends_with_space)
+                    unit.options, unit.plan = options, plans[plan_key]
+                    for node in unit.plan.nodes:
+                        node_text = text + (self.tokenizer.decode(node.prefix_ids) if node.prefix_ids else "")
+                        unit.keys.append(
+                            self._add_request(requests, SCORE, node_text, sampling, list(node.token_ids))
+                        )
+                else:
+                    unit.keys.append(self._add_request(requests, GENERATE, text, sampling, [], structured))
+                units.append(unit)
+        return units, requests
+
+    def _add_request(
+        self,
+        requests: dict[str, dict[str, Any]],
+        mode: str,
+        text: str,
+        sampling: dict[str, Any],
+        score_ids: list[int],
+        structured: str | None = None,
+    ) -> str:
+        key_sampling = {**sampling, "structured": structured} if structured else sampling
+        key = request_key(self.llm.model, mode, text, key_sampling, score_ids)
+        requests.setdefault(
+            key,
+            {
+                "request_key": key,
+                "prompt_text": text,
+                "mode": mode,
+                "temperature": float(sampling["temperature"]),
+                "top_p": float(sampling["top_p"]),
+                "max_tokens": int(sampling["max_tokens"]),
+                "seed": int(sampling["seed"]),
+                "stop": list(sampling["stop"]),
+                "structured": structured,
+                "score_token_ids": score_ids,
+            },
+        )
+        return key
+
+    def _plan(
+        self, stage_name: str, n_units: int, pending: list[dict[str, Any]], summary: RunSummary
+    ) -> StagePlan:
+        return StagePlan(
+            stage=stage_name,
+            rows=n_units,
+            requests_total=summary.metrics["requests_total"],
+            requests_unique=summary.metrics["requests_unique"],
+            requests_cached=summary.metrics["requests_cached"],
+            requests_to_compute=len(pending),
+            est_prompt_tokens=sum(self._count_tokens(r["prompt_text"]) for r in pending),
+            max_output_tokens=sum(1 if r["mode"] == SCORE else r["max_tokens"] for r in pending),
+        )
+
+    def _execute(
+        self, stage: LLMStage, uri: str, pending: list[dict[str, Any]], summary: RunSummary
+    ) -> dict[str, dict[str, Any]]:
+        if not pending:
+            return {}
+        import ray
+
+        from pipelines.llm.backends import apply_backend, responses_table
+        from pipelines.llm.ray_env import ensure_ray
+
+        ensure_ray(self.llm)
+        table = pa.Table.from_pylist(pending, schema=REQUEST_SCHEMA)
+        block = max(self.llm.batch_size, 1) * 2
+        ds = ray.data.from_arrow([table.slice(i, block) for i in range(0, table.num_rows, block)])
+        run_id = uuid.uuid4().hex[:8]
+        got: dict[str, dict[str, Any]] = {}
+        for shard, batch in enumerate(
+            apply_backend(ds, self.llm).iter_batches(batch_size=self.llm.shard_size, batch_format="pyarrow")
+        ):
+            responses = responses_table(batch)
+            storage.write_table(
+                responses, storage.join(uri, "responses", f"shard-{run_id}-{shard:05d}.parquet")
+            )
+            errors = responses.num_rows - pc.sum(pc.is_null(responses.column("engine_error"))).as_py()
+            log.info(
+                "stage %s shard %d: %d responses, %d engine errors (%d/%d done)",
+                stage.name,
+                shard,
+                responses.num_rows,
+                errors,
+                len(got) + responses.num_rows,
+                len(pending),
+            )
+            got.update({r["request_key"]: r for r in responses.to_pylist()})
+        missing = {r["request_key"] for r in pending} - set(got)
+        if missing:
+            raise RuntimeError(f"stage {stage.name}: engine returned no response for {len(missing)} requests")
+        summary.metrics["requests_computed"] = len(got)
+        return got
+
+    # ----------------------------------------------------------------- assembling
+    def _assemble(
+        self,
+        stage: LLMStage,
+        prompt: Prompt,
+        rows: pa.Table,
+        units: list[_Unit],
+        responses: dict[str, dict[str, Any]],
+        summary: RunSummary,
+    ) -> pa.Table:
+        kind = prompt.kind
+        contract: dict[str, list[Any]] = {name: [] for name in OUTPUT_COLUMNS}
+        parsed: dict[str, list[Any]] = {f.name: [] for f in stage.parsed_schema}
+        input_tokens = output_tokens = 0
+        for unit in units:
+            values: dict[str, Any] = dict.fromkeys(OUTPUT_COLUMNS)
+            fields: dict[str, Any] = {}
+            answers = [responses.get(k) for k in unit.keys]
+            error = _first_error(answers)
+            values.update(
+                stage=stage.name,
+                prompt_id=prompt.id,
+                prompt_version=prompt.version,
+                model=self.llm.model,
+                backend=self.llm.backend,
+                request_kind=kind,
+                sample_index=unit.sample_index,
+                temperature=unit.sampling["temperature"],
+                top_p=unit.sampling["top_p"],
+                max_tokens=unit.sampling["max_tokens"],
+                seed=unit.sampling["seed"],
+                sampling_params=json.dumps(unit.sampling, sort_keys=True),
+                request_key=unit.keys[0] if unit.keys else None,
+                input_tokens=sum(a["input_tokens"] or 0 for a in answers if a),
+                output_tokens=sum(a["output_tokens"] or 0 for a in answers if a),
+                latency_s=sum(a["latency_s"] or 0.0 for a in answers if a),
+            )
+            if error:
+                values.update(parse_ok=False, parse_error=error)
+            elif kind == "choice":
+                probs, mass = resolve_choice(unit.plan, [a["score_logprobs"] for a in answers])
+                best = max(range(len(probs)), key=lambda j: (probs[j], -j))
+                values.update(
+                    options=unit.options,
+                    option_probs=probs,
+                    option_mass=mass,
+                    raw_text=unit.options[best],
+                    parse_ok=True,
+                )
+            else:
+                text = answers[0]["generated_text"] or ""
+                values["raw_text"] = text
+                try:
+                    if kind == "verbalized":
+                        values["prob"] = parse_verbalized_probability(text)["prob"]
+                    elif stage.parser is not None:
+                        fields = stage.parser(text)
+                    values["parse_ok"] = True
+                except ParseError as exc:
+                    values.update(parse_ok=False, parse_error=f"parse: {exc}")
+            input_tokens += values["input_tokens"]
+            output_tokens += values["output_tokens"]
+            for name in OUTPUT_COLUMNS:
+                contract[name].append(values[name])
+            for name in parsed:
+                parsed[name].append(fields.get(name))
+            if values["parse_ok"]:
+                summary.rows_written += 1
+            else:
+                summary.reject(_reason_code(values["parse_error"]))
+        summary.rows_read = len(units)
+        summary.metrics.update(input_tokens=input_tokens, output_tokens=output_tokens)
+        base = rows.take(pa.array([u.row_index for u in units], pa.int64())) if units else rows.slice(0, 0)
+        for f in OUTPUT_FIELDS:
+            base = base.append_column(f, pa.array(contract[f.name], f.type))
+        for f in stage.parsed_schema:
+            base = base.append_column(f, pa.array(parsed[f.name], f.type))
+        return base
+
+
+def _drop_contract_columns(rows: pa.Table, stage: LLMStage) -> pa.Table:
+    """Input columns named like contract or parsed columns (provenance of an earlier stage) are
+    dropped so the output's columns are unambiguous."""
+    clash = [c for c in rows.column_names if c in OUTPUT_COLUMNS or c in stage.parsed_schema.names]
+    if clash:
+        log.debug("stage %s: dropping input columns %s (names of output columns)", stage.name, clash)
+    return rows.drop_columns(clash)
+
+
+def _first_error(answers: list[dict[str, Any] | None]) -> str | None:
+    for a in answers:
+        if a is None:
+            return "engine: not run (--plan)"
+        if a["engine_error"]:
+            return f"engine: {a['engine_error']}"
+    return None
+
+
+def _reason_code(error: str | None) -> str:
+    """A countable reason: the error text with numbers masked and details after the first colon
+    of the message cut, e.g. ``parse: expected N items, got N``."""
+    text = re.sub(r"\d+", "N", error or "unknown")
+    head, _, rest = text.partition(": ")
+    return f"{head}: {rest.split(':', 1)[0][:80]}" if rest else head[:80]
+
+
+def _load_responses(uri: str, wanted: set[str]) -> dict[str, dict[str, Any]]:
+    """Responses already on disk for the wanted request keys. Engine errors are kept too: they
+    are rows with reasons, and ``--force`` recomputes them."""
+    found: dict[str, dict[str, Any]] = {}
+    for file in storage.list_files(storage.join(uri, "responses"), ".parquet"):
+        for record in storage.read_table(file, RESPONSE_SCHEMA).to_pylist():
+            if record["request_key"] in wanted:
+                found[record["request_key"]] = record
+    return found

@@ -1,0 +1,149 @@
+"""The stage runner on the real embedded model through Ray Data: every request kind, parse
+failures as rows, duplicates computed once, resumption after an interruption, S3 roots."""
+
+import math
+
+import pyarrow as pa
+import pytest
+
+import pipelines.llm.backends as backends
+from pipelines.llm.config import LLMConfig
+from pipelines.llm.stage import LLMStage, StageRunner
+from pipelines.llm_smoke import ANSWER_SCHEMA, first_line
+from udfs import storage
+from udfs.llm_parsing import json_string_list
+from udfs.report import RunSummary
+
+pytestmark = [pytest.mark.llm, pytest.mark.ray]
+
+LLM = LLMConfig(batch_size=4, shard_size=2)
+CAPITAL = LLMStage("capital", "smoke.capital", parser=first_line, parsed_schema=ANSWER_SCHEMA)
+COUNTRIES = pa.table({"country": ["France", "Japan", "France", "Kenya", "Japan", "Peru"]})
+
+
+def _metrics(runner: StageRunner) -> dict:
+    return runner.summaries[-1].metrics
+
+
+def test_choice_probabilities_sum_to_one(ray_local, tmp_path):
+    runner = StageRunner(str(tmp_path), "t", LLM)
+    out = runner.run(
+        LLMStage("is_country", "smoke.is_country"), pa.table({"name": ["Japan", "Lima", "Peru"]})
+    )
+    assert out.num_rows == 3
+    for row in out.to_pylist():
+        assert row["parse_ok"] and row["options"] == ["Yes", "No"]
+        assert math.isclose(sum(row["option_probs"]), 1.0, rel_tol=1e-9)
+        assert 0 < row["option_mass"] <= 1
+        assert row["raw_text"] == row["options"][max(range(2), key=lambda j: row["option_probs"][j])]
+        assert row["prompt_id"] == "smoke.is_country" and row["prompt_version"] == 1
+        assert row["backend"] == "local" and row["input_tokens"] > 0
+
+
+def test_generate_dedups_identical_prompts_and_keeps_input_columns(ray_local, tmp_path):
+    runner = StageRunner(str(tmp_path), "t", LLM)
+    out = runner.run(CAPITAL, COUNTRIES)
+    m = _metrics(runner)
+    assert out.num_rows == 6 and out.column("country").to_pylist() == COUNTRIES.column("country").to_pylist()
+    assert m["requests_total"] == 6 and m["requests_unique"] == 4 and m["duplicates_collapsed"] == 2
+    assert m["requests_computed"] == 4
+    rows = out.to_pylist()
+    assert rows[0]["raw_text"] == rows[2]["raw_text"] and rows[0]["request_key"] == rows[2]["request_key"]
+    assert all(r["parse_ok"] and r["answer"] for r in rows)
+    assert runner.summaries[-1].reconciles
+
+
+def test_malformed_output_is_a_parse_error_row(ray_local, tmp_path):
+    runner = StageRunner(str(tmp_path), "t", LLM)
+    as_json = LLMStage(
+        "capital_as_json",
+        "smoke.capital",
+        parser=lambda text: {"items": json_string_list(text)},
+        parsed_schema=pa.schema([pa.field("items", pa.list_(pa.string()))]),
+    )
+    truncated = LLMStage("likelihood_cut", "smoke.likelihood", sampling={"max_tokens": 2})
+    out = runner.run(as_json, COUNTRIES.slice(0, 2))
+    assert out.column("parse_ok").to_pylist() == [False, False]
+    assert all(e.startswith("parse: no JSON list") for e in out.column("parse_error").to_pylist())
+    assert out.column("items").to_pylist() == [None, None]
+    cut = runner.run(truncated, pa.table({"event": ["It snows in Cairo tomorrow."]}))
+    assert cut.column("parse_ok").to_pylist() == [False] and cut.column("prob").to_pylist() == [None]
+    summary: RunSummary = runner.summaries[-1]
+    assert summary.rejected == {"parse: no *decimal* probability in the answer": 1} and summary.reconciles
+
+
+def test_samples_get_distinct_seeds_and_are_reproducible(ray_local, tmp_path):
+    stage = LLMStage(
+        "sampled",
+        "smoke.capital",
+        parser=first_line,
+        parsed_schema=ANSWER_SCHEMA,
+        sampling={"temperature": 1.0},
+        samples=3,
+    )
+    first = StageRunner(str(tmp_path / "a"), "t", LLM).run(stage, COUNTRIES.slice(0, 2))
+    second = StageRunner(str(tmp_path / "b"), "t", LLM).run(stage, COUNTRIES.slice(0, 2))
+    assert first.num_rows == 6 and first.column("sample_index").to_pylist() == [0, 1, 2, 0, 1, 2]
+    assert len(set(first.column("seed").to_pylist())) == 6
+    assert first.column("raw_text").to_pylist() == second.column("raw_text").to_pylist()
+
+
+def test_interrupted_stage_reruns_only_missing_requests(ray_local, tmp_path, monkeypatch):
+    uninterrupted = StageRunner(str(tmp_path / "ref"), "t", LLM).run(CAPITAL, COUNTRIES)
+
+    real = backends.responses_table
+    calls = {"n": 0}
+
+    def die_after_first_shard(batch):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt("simulated kill between shards")
+        return real(batch)
+
+    monkeypatch.setattr(backends, "responses_table", die_after_first_shard)
+    with pytest.raises(KeyboardInterrupt):
+        StageRunner(str(tmp_path / "run"), "t", LLM).run(CAPITAL, COUNTRIES)
+    monkeypatch.setattr(backends, "responses_table", real)
+    shards = storage.list_files(str(tmp_path / "run" / "t" / "capital" / "responses"), ".parquet")
+    assert len(shards) == 1
+    assert not storage.is_done(str(tmp_path / "run" / "t" / "capital"))
+
+    rerun = StageRunner(str(tmp_path / "run"), "t", LLM)
+    out = rerun.run(CAPITAL, COUNTRIES)
+    m = _metrics(rerun)
+    assert m["requests_cached"] == LLM.shard_size and m["requests_computed"] == 4 - LLM.shard_size
+    assert out.column("raw_text").to_pylist() == uninterrupted.column("raw_text").to_pylist()
+
+    def no_engine(*args, **kwargs):
+        raise AssertionError("a completed stage must not reach the engine")
+
+    monkeypatch.setattr(backends, "apply_backend", no_engine)
+    again = StageRunner(str(tmp_path / "run"), "t", LLM)
+    again.run(CAPITAL, COUNTRIES)
+    assert _metrics(again)["requests_computed"] == 0 and _metrics(again)["requests_cached"] == 4
+
+
+def test_plan_counts_without_running(ray_local, tmp_path, monkeypatch):
+    monkeypatch.setattr(
+        backends, "apply_backend", lambda *a, **k: pytest.fail("plan must not run the engine")
+    )
+    runner = StageRunner(str(tmp_path), "t", LLM, plan_only=True)
+    out = runner.run(CAPITAL, COUNTRIES)
+    (plan,) = runner.plans
+    assert (plan.rows, plan.requests_total, plan.requests_unique, plan.requests_to_compute) == (6, 6, 4, 4)
+    assert plan.est_prompt_tokens > 4 * 10 and plan.max_output_tokens == 4 * 12
+    assert not any(out.column("parse_ok").to_pylist())
+    assert not storage.exists(str(tmp_path / "t" / "capital"))
+
+
+@pytest.mark.s3
+def test_stage_on_an_s3_root(ray_local, s3_root):
+    runner = StageRunner(s3_root, "t", LLM)
+    runner.run(LLMStage("is_country", "smoke.is_country"), pa.table({"name": ["Japan", "Tokyo"]}))
+    uri = storage.join(s3_root, "t", "is_country")
+    assert storage.is_done(uri)
+    back = storage.read_table(storage.join(uri, "output"))
+    assert back.num_rows == 2 and all(back.column("parse_ok").to_pylist())
+    rerun = StageRunner(s3_root, "t", LLM)
+    rerun.run(LLMStage("is_country", "smoke.is_country"), pa.table({"name": ["Japan", "Tokyo"]}))
+    assert _metrics(rerun)["requests_computed"] == 0

@@ -1,0 +1,86 @@
+"""Prompt files: strict rendering, load-time validation, and golden renders of every prompt.
+
+A golden file holds ``# <id> v<version>`` and the prompt rendered with its ``example``
+variables. Changing a prompt's text without bumping its version fails here; regenerate the
+golden files with ``pytest tests/unit/test_prompts.py --update-golden`` after bumping."""
+
+from pathlib import Path
+
+import pytest
+
+from udfs.prompts import PromptError, all_prompt_ids, load_prompt, parse_prompt
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "prompts"
+
+BASE = {
+    "id": "g.p",
+    "version": 1,
+    "purpose": "test",
+    "kind": "generate",
+    "variables": ["a"],
+    "output_format": "text",
+    "user": "Hello {{ a }}",
+}
+
+
+def test_missing_variable_is_an_error():
+    prompt = parse_prompt(BASE)
+    with pytest.raises(PromptError, match="missing variables"):
+        prompt.render({})
+    assert prompt.render({"a": "x"}).user == "Hello x"
+
+
+def test_nested_undefined_attribute_is_an_error():
+    prompt = parse_prompt({**BASE, "user": "{{ a.title }}"})
+    with pytest.raises(PromptError):
+        prompt.render({"a": {}})
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"user": "Hello {{ a }} {{ b }}"}, "undeclared"),
+        ({"variables": ["a", "b"]}, "never used"),
+        ({"kind": "poem"}, "kind"),
+        ({"version": 0}, "version"),
+        ({"kind": "choice"}, "answer_prefix"),
+        ({"colour": "red"}, "unknown keys"),
+    ],
+)
+def test_malformed_prompt_files_are_rejected(change, message):
+    with pytest.raises(PromptError, match=message):
+        parse_prompt({**BASE, **change})
+
+
+def test_id_must_match_the_file():
+    with pytest.raises(PromptError, match="declares id"):
+        parse_prompt(BASE, expected_id="g.other")
+
+
+def test_every_prompt_has_an_example_and_a_golden_render(update_golden):
+    ids = all_prompt_ids()
+    assert ids, "no prompts shipped"
+    stale = []
+    for prompt_id in ids:
+        prompt = load_prompt(prompt_id)
+        assert prompt.example, f"{prompt_id} has no example variables"
+        text = f"# {prompt_id} v{prompt.version}\n" + prompt.render(prompt.example).plain_text() + "\n"
+        path = GOLDEN / f"{prompt_id}.txt"
+        if update_golden:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            continue
+        assert path.is_file(), f"no golden render for {prompt_id}; run with --update-golden"
+        golden = path.read_text(encoding="utf-8")
+        if golden != text:
+            header = golden.splitlines()[0]
+            bumped = header != f"# {prompt_id} v{prompt.version}"
+            stale.append(
+                f"{prompt_id}: {'version bumped, refresh golden' if bumped else 'text changed, bump version'}"
+            )
+    assert not stale, stale
+
+
+def test_golden_files_have_prompts():
+    orphans = [p.stem for p in GOLDEN.glob("*.txt") if p.stem not in all_prompt_ids()]
+    assert not orphans, f"golden files without a prompt: {orphans}"

@@ -1,0 +1,152 @@
+"""Versioned prompt templates: one YAML file per prompt under ``prompts/<group>/<name>.yaml``.
+
+A prompt file declares its id (``<group>.<name>``, matching its path), an integer version, its
+purpose, the variables it takes, the output format it asks for, default sampling parameters, an
+optional system text, the user template, an optional ``answer_prefix`` (the start of the
+assistant turn, e.g. ``"Answer:"`` so a choice request scores the very next token) and an
+``example`` set of variables used by the golden render tests. Templates are Jinja2 rendered with
+StrictUndefined: a missing variable is an error, never an empty string. Undeclared template
+variables and declared-but-unused ones are rejected at load time.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import jinja2.meta
+import yaml
+
+PROMPTS_DIR = Path(os.environ.get("AUGURY_PROMPTS_DIR", Path(__file__).resolve().parents[1] / "prompts"))
+KINDS = ("generate", "choice", "verbalized")
+
+_ENV = jinja2.Environment(
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=False,
+    autoescape=False,
+)
+
+
+class PromptError(ValueError):
+    """A prompt file is malformed or a render is missing variables."""
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A rendered prompt: the chat turns plus the text the assistant turn starts with."""
+
+    prompt_id: str
+    prompt_version: int
+    system: str | None
+    user: str
+    answer_prefix: str
+
+    def messages(self) -> list[dict[str, str]]:
+        turns = [{"role": "system", "content": self.system}] if self.system else []
+        return [*turns, {"role": "user", "content": self.user}]
+
+    def plain_text(self) -> str:
+        """The prompt for a model without a chat template (a base model)."""
+        body = "\n\n".join(t for t in (self.system, self.user) if t)
+        return f"{body}\n{self.answer_prefix}" if self.answer_prefix else body
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One prompt template loaded from its YAML file."""
+
+    id: str
+    version: int
+    purpose: str
+    kind: str
+    variables: tuple[str, ...]
+    output_format: str
+    user_template: str
+    system_template: str | None = None
+    answer_prefix: str = ""
+    options: tuple[str, ...] = ()
+    sampling: dict[str, Any] = field(default_factory=dict)
+    example: dict[str, Any] = field(default_factory=dict)
+
+    def render(self, variables: dict[str, Any]) -> Rendered:
+        missing = [v for v in self.variables if v not in variables]
+        if missing:
+            raise PromptError(f"prompt {self.id} v{self.version}: missing variables {missing}")
+        try:
+            user = _ENV.from_string(self.user_template).render(**variables).strip()
+            system = (
+                _ENV.from_string(self.system_template).render(**variables).strip()
+                if self.system_template
+                else None
+            )
+        except jinja2.UndefinedError as exc:
+            raise PromptError(f"prompt {self.id} v{self.version}: {exc}") from exc
+        return Rendered(self.id, self.version, system, user, self.answer_prefix)
+
+
+def _template_variables(source: str) -> set[str]:
+    return set(jinja2.meta.find_undeclared_variables(_ENV.parse(source)))
+
+
+def parse_prompt(data: dict[str, Any], expected_id: str | None = None) -> Prompt:
+    """Validate a prompt file's content and build the Prompt."""
+    required = ("id", "version", "purpose", "kind", "variables", "output_format", "user")
+    absent = [k for k in required if k not in data]
+    if absent:
+        raise PromptError(f"prompt file {expected_id or data.get('id')}: missing keys {absent}")
+    unknown = set(data) - {*required, "system", "answer_prefix", "options", "sampling", "example"}
+    if unknown:
+        raise PromptError(f"prompt {data['id']}: unknown keys {sorted(unknown)}")
+    if expected_id and data["id"] != expected_id:
+        raise PromptError(f"prompt file for {expected_id} declares id {data['id']!r}")
+    if data["kind"] not in KINDS:
+        raise PromptError(f"prompt {data['id']}: kind must be one of {KINDS}")
+    if not isinstance(data["version"], int) or data["version"] < 1:
+        raise PromptError(f"prompt {data['id']}: version must be a positive integer")
+    declared = set(data["variables"])
+    used = _template_variables(data["user"]) | _template_variables(data.get("system") or "")
+    if used - declared:
+        raise PromptError(
+            f"prompt {data['id']}: template uses undeclared variables {sorted(used - declared)}"
+        )
+    if declared - used:
+        raise PromptError(f"prompt {data['id']}: declared variables never used {sorted(declared - used)}")
+    if data["kind"] == "choice" and not data.get("answer_prefix"):
+        raise PromptError(f"prompt {data['id']}: a choice prompt needs an answer_prefix to score after")
+    return Prompt(
+        id=data["id"],
+        version=data["version"],
+        purpose=data["purpose"].strip(),
+        kind=data["kind"],
+        variables=tuple(data["variables"]),
+        output_format=data["output_format"].strip(),
+        user_template=data["user"],
+        system_template=data.get("system"),
+        answer_prefix=data.get("answer_prefix", ""),
+        options=tuple(data.get("options", ())),
+        sampling=dict(data.get("sampling", {})),
+        example=dict(data.get("example", {})),
+    )
+
+
+@functools.cache
+def load_prompt(prompt_id: str) -> Prompt:
+    """Load ``prompts/<group>/<name>.yaml`` for the id ``<group>.<name>``."""
+    group, _, name = prompt_id.partition(".")
+    if not group or not name:
+        raise PromptError(f"prompt id {prompt_id!r} must look like '<group>.<name>'")
+    path = PROMPTS_DIR / group / f"{name}.yaml"
+    if not path.is_file():
+        raise PromptError(f"no prompt file {path}")
+    return parse_prompt(yaml.safe_load(path.read_text(encoding="utf-8")), expected_id=prompt_id)
+
+
+def all_prompt_ids() -> list[str]:
+    """Every prompt id shipped in ``prompts/``."""
+    return sorted(f"{p.parent.name}.{p.stem}" for p in PROMPTS_DIR.glob("*/*.yaml"))
