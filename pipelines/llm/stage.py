@@ -59,6 +59,8 @@ class LLMStage:
     prompt's own ``options``). ``samples`` > 1 duplicates each row with distinct seeds.
     ``structured`` asks a generate request for structured output: ``{"json": schema}``,
     ``{"choice": [...]}`` or ``{"regex": ...}`` (native on vLLM; choice only on the local engine).
+    ``sampling_column`` names a column of per-row sampling overrides (a dict or a JSON string)
+    applied over the prompt's defaults and ``sampling``; a ``seed`` there fixes the row's seed.
     """
 
     name: str
@@ -71,6 +73,7 @@ class LLMStage:
     samples: int = 1
     seed: int = 0
     structured: dict[str, Any] | None = None
+    sampling_column: str | None = None
 
     @property
     def prompt(self) -> Prompt:
@@ -213,9 +216,11 @@ class StageRunner:
         for index, record in enumerate(records):
             variables = stage.variables(record) if stage.variables else record
             text = self.prompt_text(prompt.render(variables))
+            row_sampling = _row_sampling(record, stage.sampling_column)
             for sample in range(stage.samples):
-                sampling = merge_sampling(prompt.sampling, stage.sampling)
-                sampling["seed"] = sample_seed(stage.seed, text, sample)
+                sampling = merge_sampling(prompt.sampling, stage.sampling, row_sampling)
+                base_seed = row_sampling.get("seed", stage.seed)
+                sampling["seed"] = sample_seed(base_seed, text, sample)
                 unit = _Unit(index, sample, sampling, [])
                 if kind == "choice":
                     options = (
@@ -396,6 +401,14 @@ class StageRunner:
         for f in stage.parsed_schema:
             base = base.append_column(f, pa.array(parsed[f.name], f.type))
         return base
+
+
+def _row_sampling(record: dict[str, Any], column: str | None) -> dict[str, Any]:
+    if column is None or record.get(column) is None:
+        return {}
+    value = record[column]
+    overrides = json.loads(value) if isinstance(value, str) else dict(value)
+    return {k: v for k, v in overrides.items() if v is not None}
 
 
 def _drop_contract_columns(rows: pa.Table, stage: LLMStage) -> pa.Table:

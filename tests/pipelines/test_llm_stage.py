@@ -147,3 +147,22 @@ def test_stage_on_an_s3_root(ray_local, s3_root):
     rerun = StageRunner(s3_root, "t", LLM)
     rerun.run(LLMStage("is_country", "smoke.is_country"), pa.table({"name": ["Japan", "Tokyo"]}))
     assert _metrics(rerun)["requests_computed"] == 0
+
+
+def test_structured_choice_on_the_local_engine_answers_an_option(ray_local, tmp_path):
+    stage = LLMStage("capital_choice", "smoke.capital", structured={"choice": ["Paris", "Lyon", "Tokyo"]})
+    out = StageRunner(str(tmp_path), "t", LLM).run(stage, COUNTRIES.slice(0, 2))
+    assert out.column("raw_text").to_pylist() == ["Paris", "Tokyo"]
+
+
+def test_per_row_sampling_overrides(ray_local, tmp_path):
+    rows = pa.table(
+        {
+            "country": ["France", "France", "Japan"],
+            "overrides": ['{"temperature": 1.0, "seed": 7}', '{"temperature": 1.0, "seed": 8}', None],
+        }
+    )
+    stage = LLMStage("per_row", "smoke.capital", sampling_column="overrides")
+    out = StageRunner(str(tmp_path), "t", LLM).run(stage, rows).to_pylist()
+    assert [r["temperature"] for r in out] == [1.0, 1.0, 0.0]
+    assert out[0]["seed"] != out[1]["seed"] and out[0]["request_key"] != out[1]["request_key"]
