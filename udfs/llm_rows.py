@@ -17,6 +17,7 @@ import pyarrow as pa
 from udfs.ids import stable_id, stable_seed
 
 GENERATE, SCORE = "generate", "score"
+OPTION_SEPARATOR = "\x1f"  # joins the options a scored token stands for (several when they share it)
 
 DEFAULT_SAMPLING: dict[str, Any] = {"temperature": 0.0, "top_p": 1.0, "max_tokens": 256, "stop": []}
 SAMPLING_KEYS = frozenset({*DEFAULT_SAMPLING, "seed", "structured"})
@@ -33,6 +34,11 @@ REQUEST_SCHEMA = pa.schema(
         pa.field("stop", pa.list_(pa.string())),
         pa.field("structured", pa.string()),  # JSON {"json": schema} | {"choice": [...]} | {"regex": ...}
         pa.field("score_token_ids", pa.list_(pa.int64())),  # score mode: tokens whose log-probs to return
+        pa.field(
+            "score_token_options", pa.list_(pa.string())
+        ),  # options each token stands for ("" = variant)
+        pa.field("prompt_id", pa.string()),
+        pa.field("variables_json", pa.string()),  # the prompt variables; filled for the scripted backend only
     ]
 )
 

@@ -4,6 +4,7 @@
 - ``http``: ``HttpRequestProcessorConfig`` against any OpenAI-compatible ``/v1/completions``
   server (``vllm serve`` in production, ``python -m pipelines.llm.serve_local`` on a laptop).
 - ``local``: ``LocalEngine`` (transformers, CPU) as a Ray Data actor stage.
+- ``scripted``: ``ScriptedEngine`` replays well-formed answers per prompt id (builder tests).
 
 Prompts arrive fully rendered (chat template already applied by the stage runner), so every
 backend sees byte-identical text and the vLLM chat-template stage stays off.
@@ -33,6 +34,17 @@ def apply_backend(ds, cfg: LLMConfig):
             batch_size=cfg.batch_size,
             batch_format="pyarrow",
             concurrency=cfg.concurrency,
+            num_cpus=0,
+        )
+    if cfg.backend == "scripted":
+        from pipelines.llm.scripted import ScriptedEngine, ship_script
+
+        return ds.map_batches(
+            ScriptedEngine,
+            fn_constructor_kwargs={"script": ship_script(cfg.script)},
+            batch_size=cfg.batch_size,
+            batch_format="pyarrow",
+            concurrency=1,
             num_cpus=0,
         )
     from ray.data.llm import build_processor

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-BACKENDS = ("local", "http", "vllm")
+BACKENDS = ("local", "http", "vllm", "scripted")
 LOCAL_MODEL = "gemma-3-270m"
 
 
@@ -48,6 +48,8 @@ class LLMConfig:
     max_input_tokens: int = (
         2048  # local engine: longer prompts are cut from the left side of the article text
     )
+    # scripted (tests and dry runs): prompt id -> function(variables) -> answer; see pipelines.llm.scripted
+    script: dict[str, Any] | None = field(default=None, compare=False, repr=False)
     # stage runner
     shard_size: int = 64  # requests per durable response shard
     ray_num_cpus: int | None = None  # logical CPUs for a local ray.init (None: Ray's default)
@@ -55,6 +57,8 @@ class LLMConfig:
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if (self.backend == "scripted") != (self.script is not None):
+            raise ValueError("the scripted backend needs a script, and only it takes one")
         if self.batch_size < 1 or self.shard_size < 1 or self.concurrency < 1:
             raise ValueError("batch_size, shard_size and concurrency must be positive")
 
@@ -68,7 +72,7 @@ class LLMConfig:
     @classmethod
     def from_yaml(cls, path: str | Path) -> LLMConfig:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        unknown = set(data) - {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - {f.name for f in dataclasses.fields(cls)} | ({"script"} & set(data))
         if unknown:
             raise ValueError(f"unknown LLM config keys {sorted(unknown)} in {path}")
         return cls(**data)
@@ -78,7 +82,7 @@ def add_llm_args(parser: argparse.ArgumentParser) -> None:
     """The LLM flags every pipeline entry point accepts."""
     g = parser.add_argument_group("LLM backend")
     g.add_argument("--llm-config", help="YAML file with LLMConfig fields (flags below override it)")
-    g.add_argument("--backend", choices=BACKENDS)
+    g.add_argument("--backend", choices=[b for b in BACKENDS if b != "scripted"])
     g.add_argument("--model")
     g.add_argument("--tokenizer")
     g.add_argument("--url", help="OpenAI-compatible server base URL (http backend)")

@@ -32,6 +32,7 @@ from udfs.choice import ChoicePlan, plan_choice, resolve_choice
 from udfs.llm_parsing import ParseError, parse_verbalized_probability
 from udfs.llm_rows import (
     GENERATE,
+    OPTION_SEPARATOR,
     OUTPUT_COLUMNS,
     OUTPUT_FIELDS,
     REQUEST_SCHEMA,
@@ -128,7 +129,7 @@ class StageRunner:
             self._tokenizer_loaded = True
             from transformers import AutoTokenizer
 
-            if self.llm.backend == "local":
+            if self.llm.backend in ("local", "scripted"):
                 from pipelines.llm.local_model import embedded_model_dir
 
                 self._tokenizer = AutoTokenizer.from_pretrained(
@@ -233,11 +234,20 @@ class StageRunner:
                     unit.options, unit.plan = options, plans[plan_key]
                     for node in unit.plan.nodes:
                         node_text = text + (self.tokenizer.decode(node.prefix_ids) if node.prefix_ids else "")
-                        unit.keys.append(
-                            self._add_request(requests, SCORE, node_text, sampling, list(node.token_ids))
-                        )
+                        key = self._add_request(requests, SCORE, node_text, sampling, list(node.token_ids))
+                        requests[key]["score_token_options"] = [  # canonical tokens first; variants ""
+                            OPTION_SEPARATOR.join(options[i] for i in node.groups[g])
+                            if k < len(node.groups)
+                            else ""
+                            for k, g in enumerate(node.token_group)
+                        ]
+                        unit.keys.append(key)
                 else:
                     unit.keys.append(self._add_request(requests, GENERATE, text, sampling, [], structured))
+                for key in unit.keys:
+                    requests[key]["prompt_id"] = prompt.id
+                    if self.llm.backend == "scripted":
+                        requests[key]["variables_json"] = json.dumps(variables, default=str, sort_keys=True)
                 units.append(unit)
         return units, requests
 
@@ -265,6 +275,9 @@ class StageRunner:
                 "stop": list(sampling["stop"]),
                 "structured": structured,
                 "score_token_ids": score_ids,
+                "score_token_options": [],
+                "prompt_id": None,
+                "variables_json": None,
             },
         )
         return key

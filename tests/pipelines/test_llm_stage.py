@@ -166,3 +166,20 @@ def test_per_row_sampling_overrides(ray_local, tmp_path):
     out = StageRunner(str(tmp_path), "t", LLM).run(stage, rows).to_pylist()
     assert [r["temperature"] for r in out] == [1.0, 1.0, 0.0]
     assert out[0]["seed"] != out[1]["seed"] and out[0]["request_key"] != out[1]["request_key"]
+
+
+def test_scripted_backend_replays_answers_per_prompt(ray_local, tmp_path):
+    script = {
+        "smoke.capital": lambda v: {"France": "Paris", "Japan": "Tokyo"}.get(v["country"], ""),
+        "smoke.is_country": lambda v: "Yes" if v["name"] in {"Japan", "Peru"} else {"Yes": 0.2, "No": 0.8},
+    }
+    llm = LLMConfig(backend="scripted", script=script)
+    runner = StageRunner(str(tmp_path), "t", llm)
+    caps = runner.run(CAPITAL, pa.table({"country": ["France", "Japan", "Atlantis"]}))
+    assert caps.column("answer").to_pylist() == ["Paris", "Tokyo", None]
+    assert caps.column("parse_error").to_pylist()[2] == "parse: empty answer"
+    labels = runner.run(LLMStage("is_country", "smoke.is_country"), pa.table({"name": ["Japan", "Lima"]}))
+    probs = labels.column("option_probs").to_pylist()
+    assert probs[0] == pytest.approx([0.9, 0.1]) and probs[1] == pytest.approx([0.2, 0.8])
+    missing = runner.run(LLMStage("likelihood", "smoke.likelihood"), pa.table({"event": ["x"]}))
+    assert missing.column("parse_error").to_pylist() == ["engine: no script for prompt smoke.likelihood"]
