@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from udfs.timeutil import to_utc
+
 
 class LeakageError(AssertionError):
     """A retrieved document was published on or after the question's cutoff."""
@@ -31,13 +33,6 @@ class Hit:
     published_at: dt.datetime
     score: float
     rank: int
-
-
-def to_utc(value: dt.datetime | dt.date) -> dt.datetime:
-    """Datetimes as aware UTC; a bare date means 00:00 UTC of that day; naive datetimes are UTC."""
-    if isinstance(value, dt.datetime):
-        return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
-    return dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC)
 
 
 def check_hits(hits: Sequence[Hit], cutoff: dt.datetime | dt.date) -> None:

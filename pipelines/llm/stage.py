@@ -117,6 +117,7 @@ class StageRunner:
         self.force, self.plan_only = force, plan_only
         self.summaries: list[RunSummary] = []
         self.plans: list[StagePlan] = []
+        self.prompts_used: dict[str, str] = {}  # stage name -> "<prompt id>@v<version>"
         self._tokenizer: Any = None
         self._tokenizer_loaded = False
 
@@ -169,6 +170,7 @@ class StageRunner:
     def run(self, stage: LLMStage, rows: pa.Table) -> pa.Table:
         """Run one stage over ``rows``; returns the output rows (see module docstring)."""
         prompt = stage.prompt
+        self.prompts_used[stage.name] = f"{prompt.id}@v{prompt.version}"
         uri = self.stage_uri(stage.name)
         if self.force and not self.plan_only:
             storage.delete(uri)

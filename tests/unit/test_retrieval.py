@@ -8,7 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from udfs.retrieval import BM25Index, DenseIndex, Hit, LeakageError, check_hits, to_utc
+from udfs.retrieval import BM25Index, DenseIndex, Hit, LeakageError, check_hits
+from udfs.timeutil import to_utc
 
 WORDS = [
     "storm",
