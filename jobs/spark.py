@@ -65,16 +65,21 @@ def write_partitioned(df: DataFrame, spec: TableSpec, root: str) -> None:
     partitions are uploaded through s3fs, replacing the same partitions at the destination.
     """
     df = df.select(*[f.name for f in spec.schema])
+    # Per-write option: replace only the partitions present, whatever the session's setting.
+    writer = (
+        df.write.mode("overwrite")
+        .option("partitionOverwriteMode", "dynamic")
+        .partitionBy(*spec.partition_cols)
+    )
     uri = spec.uri(root)
     if not storage.is_s3(uri):
-        df.write.mode("overwrite").partitionBy(*spec.partition_cols).parquet(storage.local_path(uri))
+        writer.parquet(storage.local_path(uri))
         return
-    spark = df.sparkSession
-    if has_s3a(spark):
-        df.write.mode("overwrite").partitionBy(*spec.partition_cols).parquet("s3a://" + uri[len("s3://") :])
+    if has_s3a(df.sparkSession):
+        writer.parquet("s3a://" + uri[len("s3://") :])
         return
     with tempfile.TemporaryDirectory(prefix=f"augury-{spec.name}-") as staging:
-        df.write.mode("overwrite").partitionBy(*spec.partition_cols).parquet(staging)
+        writer.parquet(staging)
         produced = _partition_dirs(staging, len(spec.partition_cols))
         if not spec.partition_cols:
             storage.delete(uri)

@@ -83,6 +83,25 @@ ARTICLES_REJECTED = TableSpec(
     ),
 )
 
+# The fixed set of ``articles_rejected.reason`` values: reason → (stage that decides it, meaning).
+ARTICLE_REJECT_REASONS: dict[str, tuple[str, str]] = {
+    "unreadable_file": ("scan", "file cannot be opened or read, is empty, or is no WARC (one row per file)"),
+    "corrupt_record": ("scan", "record truncated, or stream corrupt here (skipped to the next good record)"),
+    "not_response": ("filter", "WARC-Type is not response (warcinfo, request, metadata, resource, …)"),
+    "bad_url": ("filter", "target URI is not an http(s) URL with a host (dns:, metadata:, …)"),
+    "http_status": ("filter", "HTTP status is not 200, or the record has no HTTP response header"),
+    "not_html": ("filter", "Content-Type is neither text/html nor application/xhtml+xml"),
+    "host": ("filter", "host outside the allow-list, or inside the deny-list"),
+    "warc_date": ("filter", "WARC-Date outside the --since/--until range, or missing while a range is set"),
+    "empty": ("extract", "empty payload or document, or the extractor found no main text"),
+    "parse_error": ("extract", "the payload cannot be decoded or parsed as HTML"),
+    "extractor_error": ("extract", "the extractor raised an exception on this page"),
+    "too_short": ("extract", "main text shorter than --min-chars"),
+    "language": ("extract", "detected language not in --languages"),
+    "duplicate_url": ("dedup", "canonical URL of an earlier-crawled article (duplicate_of names it)"),
+    "duplicate_text": ("dedup", "text hash of an earlier-crawled article (duplicate_of names it)"),
+}
+
 SECTION = pa.struct(
     [
         pa.field("level", pa.int8()),
@@ -137,17 +156,44 @@ WCEP_EVENTS = TableSpec(
 SOURCE_REJECTED = TableSpec(
     name="source_rejected",
     path="corpus/source_rejected",
-    partition_cols=("source",),
+    partition_cols=("source", "input"),
     schema=pa.schema(
         [
-            pa.field("item", pa.string()),  # page title, day, file name, …
-            pa.field("reason", pa.string(), nullable=False),
+            pa.field("item", pa.string()),  # page title, day page, feed item, file name, …
+            pa.field("reason", pa.string(), nullable=False),  # one of SOURCE_REJECT_REASONS
             pa.field("detail", pa.string()),
             pa.field(
                 "source", pa.string(), nullable=False
             ),  # partition: wiki_pages, wcep_wikitext, wcep_html
+            pa.field("input", pa.string(), nullable=False),  # partition: stem of the input file
         ]
     ),
 )
+
+# The fixed set of ``source_rejected.reason`` values: reason → (sources that use it, meaning).
+SOURCE_REJECT_REASONS: dict[str, tuple[str, str]] = {
+    "malformed_xml": (
+        "wiki_pages",
+        "the <page> element is not well-formed XML or its fields have the wrong type",
+    ),
+    "missing_field": ("wiki_pages", "the page has no id, title or namespace"),
+    "damaged_file": ("wiki_pages, wcep_html", "the file cannot be read to the end (one row per file)"),
+    "malformed_record": ("wcep_html", "a JSON line or feed item that does not parse"),
+    "parse_error": ("all", "the parser raised an exception on this page"),
+    "redirect": ("wcep_wikitext", "the day page is a redirect"),
+    "bad_date": (
+        "wcep_wikitext, wcep_html",
+        "the day page title or the record's date field is no valid date",
+    ),
+    "unknown_layout": ("wcep_wikitext, wcep_html", "the day page matches no known layout"),
+    "no_events": ("wcep_wikitext, wcep_html", "the day page has a known layout but no event bullet"),
+    "empty_page": ("wcep_html", "the record holds no HTML"),
+    "no_date": ("wcep_html", "neither the page, the record nor its title names the day"),
+    "date_mismatch": ("wcep_html", "the page's own date differs from the record's date"),
+    "duplicate_day": (
+        "wcep_wikitext, wcep_html",
+        "another copy of the same day was captured later and is kept",
+    ),
+}
 
 CORPUS_TABLES = {t.name: t for t in (ARTICLES, ARTICLES_REJECTED, WIKI_PAGES, WCEP_EVENTS, SOURCE_REJECTED)}

@@ -1,0 +1,309 @@
+"""The row contract between the source parsers and the corpus tables they feed.
+
+The dump reader (``jobs.ingest_wikipedia``) and the rendered-HTML reader (``jobs.ingest_wcep_html``)
+run a Python parser over their input rows with ``mapInArrow``. Both emit rows of one Arrow schema,
+``PARSED``: a ``kind`` and the struct of that kind — a wiki page, a WCEP event, a parsed day page
+(used to keep one copy per day) or a rejected item. Parsing runs once; the persisted result is then
+split into the tables. This module also reads inputs that may be damaged and writes the
+``wcep_events`` / ``source_rejected`` tables the two readers share.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import re
+import shutil
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+from urllib.parse import unquote
+
+import pyarrow as pa
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as sf
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from jobs.spark import SESSION_CONF, has_s3a, spark_schema, write_partitioned
+from udfs import storage, wcep
+from udfs.report import RunSummary
+from udfs.schemas import SOURCE_REJECTED, UTC_TS, WCEP_EVENTS, WIKI_PAGES, TableSpec
+
+log = logging.getLogger("augury.sources")
+
+PAGE, EVENT, DAY, REJECT = "page", "event", "day", "reject"
+BATCH_ROWS = 256  # rows per Arrow batch handed back to Spark (pages can be large)
+INPUT_BATCH_ROWS = 1000  # input rows per Arrow batch given to the parser
+_ARROW_BATCH = "spark.sql.execution.arrow.maxRecordsPerBatch"
+
+
+def _nullable_struct(schema: pa.Schema) -> pa.StructType:
+    """A table schema as a struct whose fields all accept null (the struct is null for other kinds)."""
+    return pa.struct([f.with_nullable(True) for f in schema])
+
+
+PARSED = pa.schema(
+    [
+        pa.field("kind", pa.string()),  # page | event | day | reject
+        pa.field("input", pa.string()),  # stem of the input file the row came from
+        pa.field("item", pa.string()),  # day rows: the page title or feed item
+        pa.field("day", pa.date32()),  # day rows: the portal day
+        pa.field("captured_at", UTC_TS),  # day rows: revision or feed time of this copy
+        pa.field("layout", pa.string()),  # day rows: the page layout the parser recognised
+        pa.field("page", _nullable_struct(WIKI_PAGES.schema)),
+        pa.field("event", _nullable_struct(WCEP_EVENTS.schema)),
+        pa.field("reject", _nullable_struct(SOURCE_REJECTED.schema)),
+    ]
+)
+PARSED_SPARK = from_arrow_schema(PARSED)
+
+
+@contextmanager
+def corpus_session(spark: SparkSession) -> Iterator[SparkSession]:
+    """Apply the corpus session settings (UTC, micros timestamps, dynamic partition overwrite) to
+    a session the caller may have built differently, and hand the parser small Arrow batches
+    (whole wiki pages are large) for as long as the job runs."""
+    for key, value in SESSION_CONF.items():
+        spark.conf.set(key, value)
+    previous = spark.conf.get(_ARROW_BATCH, None)
+    spark.conf.set(_ARROW_BATCH, str(INPUT_BATCH_ROWS))
+    try:
+        yield spark
+    finally:
+        if previous is None:
+            spark.conf.unset(_ARROW_BATCH)
+        else:
+            spark.conf.set(_ARROW_BATCH, previous)
+
+
+def reject_row(source: str, input_stem: str, item: str | None, reason: str, detail: str | None) -> dict:
+    """A parsed row for one rejected item (``reason`` from ``SOURCE_REJECT_REASONS``)."""
+    return {
+        "kind": REJECT,
+        "input": input_stem,
+        "reject": {
+            "item": item,
+            "reason": reason,
+            "detail": detail[:1000] if detail else detail,
+            "source": source,
+            "input": input_stem,
+        },
+    }
+
+
+def day_rows(
+    input_stem: str,
+    item: str,
+    captured_at: datetime | None,
+    day: date,
+    layout: str,
+    events: list[wcep.Event],
+    source_format: str,
+) -> list[dict]:
+    """The event rows of one parsed day page plus the day row that stands for the page."""
+    rows = [
+        {"kind": EVENT, "input": input_stem, "event": e} for e in wcep.event_rows(day, events, source_format)
+    ]
+    rows.append(
+        {
+            "kind": DAY,
+            "input": input_stem,
+            "item": item,
+            "day": day,
+            "captured_at": captured_at,
+            "layout": layout,
+        }
+    )
+    return rows
+
+
+def to_batches(rows: Iterable[dict]) -> Iterator[pa.RecordBatch]:
+    """Pack parsed rows into ``PARSED`` record batches of at most ``BATCH_ROWS`` rows."""
+    chunk: list[dict] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) >= BATCH_ROWS:
+            yield pa.RecordBatch.from_pylist(chunk, schema=PARSED)
+            chunk = []
+    if chunk:
+        yield pa.RecordBatch.from_pylist(chunk, schema=PARSED)
+
+
+def snippet(text: str | None, limit: int = 300) -> str | None:
+    """The start of a long text on one line, for a rejected row's detail."""
+    return " ".join(text.split())[:limit] if text else text
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def spark_paths(spark: SparkSession, inputs: list[str], staging: str) -> dict[str, str]:
+    """A path Spark can read for every input URI (mapped back to the URI).
+
+    Local files are read in place and S3 objects through s3a when the cluster has hadoop-aws;
+    otherwise (a laptop, the tests) each object is copied to ``staging`` first, under its own
+    file name so the input stem stays the same.
+    """
+    paths: dict[str, str] = {}
+    for n, uri in enumerate(inputs):
+        if not storage.is_s3(uri):
+            paths[storage.local_path(uri)] = uri
+        elif has_s3a(spark):
+            paths["s3a://" + storage.normalize_uri(uri)[len("s3://") :]] = uri
+        else:
+            target = Path(staging) / str(n) / posixpath.basename(storage.normalize_uri(uri))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with storage.open_input(uri) as src, target.open("wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 22)
+            paths[str(target)] = uri
+    return paths
+
+
+def spread(df: DataFrame) -> DataFrame:
+    """Spread input rows over every core before the Python parser when the read gave fewer
+    partitions than that: Spark's XML source reads each file in one task (a single-file dump is
+    one partition), while parsing is the costly step and should use the whole cluster."""
+    cores = df.sparkSession.sparkContext.defaultParallelism
+    return df.repartition(cores) if df.rdd.getNumPartitions() < cores else df
+
+
+_FAILED_FILE = re.compile(r"reading file (\S+)")
+_CAUSE = re.compile(r"Caused by: ([^\n]+)")
+
+
+def _failed_path(error: Exception, paths: dict[str, str]) -> str | None:
+    """The input Spark could not read, from a FAILED_READ_FILE error message."""
+    for candidate in _FAILED_FILE.findall(str(error)):
+        candidate = storage.normalize_uri(unquote(candidate.rstrip(".")))
+        for path in paths:
+            if storage.normalize_uri(path) == candidate:
+                return path
+    return None
+
+
+def _read_error(error: Exception, uri: str) -> str:
+    """A one-line account of a failed read: the file and the innermost cause Spark reports."""
+    causes = _CAUSE.findall(str(error))
+    return f"cannot read {uri} to the end: {causes[-1].strip() if causes else type(error).__name__}"
+
+
+@dataclass
+class Parsed:
+    """The persisted parser output and what was counted while computing it."""
+
+    df: DataFrame
+    counts: Counter  # (kind, reject source, reject reason) → rows
+    damaged: dict[str, str]  # input URI → read error, for files read only up to their damage
+
+    def count(self, kind: str, source: str | None = None) -> int:
+        return sum(n for (k, s, _), n in self.counts.items() if k == kind and (source is None or s == source))
+
+    def reasons(self, source: str) -> Counter:
+        return Counter({r: n for (k, s, r), n in self.counts.items() if k == REJECT and s == source})
+
+
+def parse_inputs(build: Callable[[list[str], list[str]], DataFrame], paths: dict[str, str]) -> Parsed:
+    """Run the parser over every input once and persist its output.
+
+    ``build(healthy, damaged)`` returns the ``PARSED`` DataFrame for the given Spark paths, reading
+    ``damaged`` ones with ``ignoreCorruptFiles`` so that whatever precedes the damage is kept. A
+    file that fails to decompress (a truncated ``.bz2``) makes the first pass fail; it is then
+    marked damaged and the pass is repeated, so one bad file never stops the job.
+    """
+    damaged: dict[str, str] = {}
+    while True:
+        healthy = [p for p in paths if p not in damaged]
+        df = build(healthy, list(damaged)).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            rows = df.groupBy("kind", "reject.source", "reject.reason").count().collect()
+        except Exception as exc:  # Spark wraps the read error in several exception types
+            df.unpersist()
+            path = _failed_path(exc, paths)
+            if path is None or path in damaged:
+                raise
+            log.warning("input %s is damaged; keeping what precedes the damage", paths[path])
+            damaged[path] = _read_error(exc, paths[path])
+            continue
+        counts = Counter({(r["kind"], r["source"], r["reason"]): r["count"] for r in rows})
+        return Parsed(df, counts, {paths[p]: msg for p, msg in damaged.items()})
+
+
+def damaged_rejects(parsed: Parsed, source: str, stem: Callable[[str], str]) -> list[dict]:
+    """One rejected row per damaged input file (the pages after the damage are lost, count unknown)."""
+    return [
+        reject_row(source, stem(uri), posixpath.basename(uri), "damaged_file", error)["reject"]
+        for uri, error in sorted(parsed.damaged.items())
+    ]
+
+
+# ---------------------------------------------------------------- outputs
+
+
+def write_wcep(
+    spark: SparkSession,
+    parsed: Parsed,
+    root: str,
+    source: str,
+    summary: RunSummary,
+    extra_rejects: list[dict],
+) -> None:
+    """Write ``wcep_events`` (one copy per day, the latest) and ``source_rejected``, and fill
+    ``summary`` with day pages read / kept / rejected and events written.
+
+    Every rejected row the parser emitted (pages and day pages alike) is written here, together
+    with ``extra_rejects``, rows found outside the parser (damaged files).
+    """
+    df = parsed.df
+    days = df.where(sf.col("kind") == DAY).select("input", "item", "day", "captured_at", "layout").collect()
+    captures = [wcep.DayCapture(r["day"], r["input"], r["item"], r["captured_at"]) for r in days]
+    kept, dropped = wcep.pick_latest(captures)
+    duplicates = [
+        reject_row(
+            source,
+            lost.input,
+            lost.item,
+            "duplicate_day",
+            f"{lost.day}: kept the copy from {winner.input} captured at {winner.captured_at}",
+        )["reject"]
+        for lost, winner in dropped
+    ]
+    winners = spark.createDataFrame([(c.day, c.input) for c in kept], "day date, input string")
+    events = (
+        df.where(sf.col("kind") == EVENT)
+        .join(
+            sf.broadcast(winners),
+            (sf.col("event.date") == winners["day"]) & (df["input"] == winners["input"]),
+            "left_semi",
+        )
+        .select("event.*")
+    )
+    write_partitioned(events, WCEP_EVENTS, root)
+    rejects = df.where(sf.col("kind") == REJECT).select("reject.*")
+    added = duplicates + extra_rejects
+    if added:
+        rejects = rejects.unionByName(spark.createDataFrame(added, spark_schema(SOURCE_REJECTED)))
+    write_partitioned(rejects, SOURCE_REJECTED, root)
+
+    summary.rows_read = len(captures) + parsed.count(REJECT, source)
+    summary.rows_written = len(kept)
+    summary.rejected.update(parsed.reasons(source))
+    if duplicates:
+        summary.reject("duplicate_day", len(duplicates))
+    summary.metrics["events written"] = events.count()
+    kept_keys = {(c.day, c.input) for c in kept}
+    layouts = Counter(r["layout"] for r in days if (r["day"], r["input"]) in kept_keys)
+    for layout, n in sorted(layouts.items()):
+        summary.metrics[f"days in layout {layout}"] = n
+
+
+def report(root: str, job: str, inputs: list[str], done: list[tuple[TableSpec, RunSummary]]) -> None:
+    """Print each summary as a table and store it, with the job and its inputs, as the completion
+    marker (``_SUCCESS.json``) of the table it describes."""
+    for spec, summary in done:
+        summary.finish()
+        print(summary.table())
+        storage.mark_done(spec.uri(root), {**summary.to_dict(), "job": job, "inputs": inputs})
