@@ -131,3 +131,48 @@ def ray_local(local_model_dir):
     ray.init(num_cpus=4, include_dashboard=False, logging_level=logging.WARNING)
     yield
     ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def corpus_root(tmp_path_factory, spark, shared_data) -> str:
+    """A root holding the real corpus, built once per session by the real Spark jobs from the
+    sample data: CC-NEWS articles (news-please), the dbpedia minidump plus the WCEP wikitext
+    fixtures, and the rendered WCEP day pages. Treat it as read-only; copy it (``root_with_corpus``)
+    to write beside it."""
+    from jobs import ingest_news, ingest_wcep_html, ingest_wikipedia
+
+    root = str(tmp_path_factory.mktemp("corpus"))
+    ingest_news.run(
+        ingest_news.Config(
+            inputs=[str(shared_data / "warc" / "ccnews_2022-09_39records_reconstructed.warc.gz")], root=root
+        ),
+        spark,
+    )
+    fixtures = Path(__file__).resolve().parent / "fixtures" / "wcep"
+    ingest_wikipedia.run(
+        ingest_wikipedia.Config(
+            root=root,
+            dumps=[
+                str(shared_data / "wikipedia" / "dbpedia_minidump_enwiki.xml.bz2"),
+                str(fixtures / "portal_export.xml"),
+            ],
+        ),
+        spark,
+    )
+    ingest_wcep_html.run(
+        ingest_wcep_html.Config(
+            root=root, inputs=[str(shared_data / "wcep" / "wcep_portal_daily_html_2025-09_2026-08.jsonl.gz")]
+        ),
+        spark,
+    )
+    return root
+
+
+@pytest.fixture
+def root_with_corpus(corpus_root, tmp_path) -> str:
+    """A fresh root for one test, holding a copy of the session's corpus."""
+    import shutil
+
+    target = tmp_path / "root"
+    shutil.copytree(corpus_root, target)
+    return str(target)
