@@ -1,0 +1,67 @@
+import datetime as dt
+import json
+
+import pytest
+
+from udfs.questions import forecastbench_questions, load_questions_file, records_questions
+
+
+@pytest.fixture(scope="module")
+def forecastbench(shared_data):
+    q = shared_data / "questions" / "forecastbench_2024-07-21-human.json"
+    r = shared_data / "questions" / "forecastbench_2024-07-21_resolution_set.json"
+    return forecastbench_questions(q, r)
+
+
+def test_forecastbench_keeps_resolved_binary_questions(forecastbench, shared_data):
+    table, skipped = forecastbench
+    rows = table.to_pylist()
+    assert len(rows) > 100
+    assert {r["answer"] for r in rows} == {0, 1}
+    assert all(
+        "{resolution_date}" not in r["question"] and "{forecast_due_date}" not in r["question"] for r in rows
+    )
+    assert all(r["freeze_at"] == dt.datetime(2024, 7, 12, tzinfo=dt.UTC) for r in rows)
+    assert len({r["question_id"] for r in rows}) == len(rows)
+    # independent count: resolved 0/1 rows of questions in the set (markets counted once)
+    qs = json.loads((shared_data / "questions" / "forecastbench_2024-07-21-human.json").read_text())[
+        "questions"
+    ]
+    rs = json.loads((shared_data / "questions" / "forecastbench_2024-07-21_resolution_set.json").read_text())[
+        "resolutions"
+    ]
+    market = {q["id"] for q in qs if not isinstance(q["resolution_dates"], list)}
+    dataset = {q["id"] for q in qs} - market
+    ok = [r for r in rs if r["resolved"] and r["resolved_to"] in (0.0, 1.0) and r["direction"] is None]
+    expected = sum(r["id"] in dataset for r in ok) + len({r["id"] for r in ok if r["id"] in market})
+    assert len(rows) == expected
+    assert skipped["no_resolution"] == 200 - len({r["id"] for r in rs if r["id"] in market | dataset})
+
+
+def test_dataset_question_gets_one_row_per_horizon(forecastbench):
+    table, _ = forecastbench
+    ids = [r["question_id"] for r in table.to_pylist() if "@" in r["question_id"]]
+    bases = {i.split("@")[0] for i in ids}
+    assert len(ids) > len(bases)
+
+
+def test_jsonl_importer_and_its_errors(tmp_path):
+    good = tmp_path / "q.jsonl"
+    good.write_text(
+        json.dumps({"id": "a", "question": "Will X?", "resolution_date": "2024-05-01", "answer": 1})
+        + "\n"
+        + json.dumps(
+            {"id": "b", "question": "Will Y?", "resolution_date": "2024-05-02", "answer": 0, "source": "mine"}
+        )
+    )
+    table = load_questions_file(str(good))
+    assert table.column("source").to_pylist() == ["q", "mine"]
+    assert table.column("resolution_date").to_pylist() == [dt.date(2024, 5, 1), dt.date(2024, 5, 2)]
+    with pytest.raises(ValueError, match="answer must be 0 or 1"):
+        records_questions([{"id": "a", "question": "?", "resolution_date": "2024-01-01", "answer": 0.5}], "x")
+    with pytest.raises(ValueError, match="missing"):
+        records_questions([{"id": "a", "question": "?"}], "x")
+    with pytest.raises(ValueError, match="repeat"):
+        records_questions(
+            [{"id": "a", "question": "?", "resolution_date": "2024-01-01", "answer": 1}] * 2, "x"
+        )
