@@ -8,7 +8,9 @@ ForecastBench notes: dataset questions carry ``{resolution_date}`` / ``{forecast
 placeholders and one resolution per horizon, so each (question, resolution date) pair becomes
 its own binary question; market questions resolve once (the earliest resolved row is kept).
 Only rows with ``resolved == true`` and an outcome of exactly 0 or 1 are kept; combined
-questions are skipped. ``freeze_datetime`` is the information cutoff.
+questions are skipped. Ids are unique per platform only, so questions and resolutions join on
+(source, id) and a question's id is ``<source>:<id>[@<resolution date>]``. ``freeze_datetime``
+is the information cutoff.
 """
 
 from __future__ import annotations
@@ -75,17 +77,17 @@ def forecastbench_questions(
     qs = json.loads(Path(question_set).read_text(encoding="utf-8"))
     rs = json.loads(Path(resolution_set).read_text(encoding="utf-8"))
     due = qs.get("forecast_due_date")
-    resolutions: dict[str, list[dict[str, Any]]] = {}
+    resolutions: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in rs["resolutions"]:
-        if isinstance(row["id"], str):
-            resolutions.setdefault(row["id"], []).append(row)
+        if isinstance(row["id"], str):  # ids are unique per source only
+            resolutions.setdefault((row["source"], row["id"]), []).append(row)
     skipped = {"combined_question": 0, "no_resolution": 0, "unresolved_or_not_binary": 0}
     rows = []
     for q in qs["questions"]:
         if not isinstance(q["id"], str) or q.get("combination_of") not in (None, "N/A"):
             skipped["combined_question"] += 1
             continue
-        found = [r for r in resolutions.get(q["id"], []) if r.get("direction") is None]
+        found = [r for r in resolutions.get((q["source"], q["id"]), []) if r.get("direction") is None]
         if not found:
             skipped["no_resolution"] += 1
             continue
