@@ -159,14 +159,7 @@ def run(config: Config, spark: SparkSession | None = None) -> RunSummary:
     spark = spark or spark_session("augury-ingest-wcep-html")
     with st.corpus_session(spark), tempfile.TemporaryDirectory(prefix="augury-wcep-") as staging:
         paths = st.spark_paths(spark, inputs, staging)
-
-        def build(healthy: list[str], damaged: list[str]) -> DataFrame:
-            groups = [(group, flag) for group, flag in ((healthy, False), (damaged, True)) if group]
-            frames = [read_days(spark, group, flag) for group, flag in groups]
-            raw = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
-            return st.spread(raw).mapInArrow(parse_batches, st.PARSED_SPARK)
-
-        parsed = st.parse_inputs(build, paths)
+        parsed = st.parse_inputs(spark, read_days, parse_batches, paths)
         try:
             damaged = st.damaged_rejects(parsed, SOURCE, input_stem)
             st.write_wcep(spark, parsed, config.root, SOURCE, summary, damaged)

@@ -172,14 +172,7 @@ def run(config: Config, spark: SparkSession | None = None) -> list[RunSummary]:
     spark = spark or spark_session("augury-ingest-wikipedia")
     with st.corpus_session(spark), tempfile.TemporaryDirectory(prefix="augury-dumps-") as staging:
         paths = st.spark_paths(spark, inputs, staging)
-
-        def build(healthy: list[str], damaged: list[str]) -> DataFrame:
-            groups = [(group, flag) for group, flag in ((healthy, False), (damaged, True)) if group]
-            frames = [read_dump(spark, group, flag) for group, flag in groups]
-            raw = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
-            return st.spread(raw).mapInArrow(parse_batches, st.PARSED_SPARK)
-
-        parsed = st.parse_inputs(build, paths)
+        parsed = st.parse_inputs(spark, read_dump, parse_batches, paths)
         try:
             page_rows_df = parsed.df.where(sf.col("kind") == st.PAGE).select("page.*")
             write_partitioned(page_rows_df, WIKI_PAGES, config.root)

@@ -206,18 +206,28 @@ class Parsed:
         return Counter({r: n for (k, s, r), n in self.counts.items() if k == REJECT and s == source})
 
 
-def parse_inputs(build: Callable[[list[str], list[str]], DataFrame], paths: dict[str, str]) -> Parsed:
+def parse_inputs(
+    spark: SparkSession,
+    read: Callable[[SparkSession, list[str], bool], DataFrame],
+    parse: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+    paths: dict[str, str],
+) -> Parsed:
     """Run the parser over every input once and persist its output.
 
-    ``build(healthy, damaged)`` returns the ``PARSED`` DataFrame for the given Spark paths, reading
-    ``damaged`` ones with ``ignoreCorruptFiles`` so that whatever precedes the damage is kept. A
-    file that fails to decompress (a truncated ``.bz2``) makes the first pass fail; it is then
-    marked damaged and the pass is repeated, so one bad file never stops the job.
+    ``read(spark, paths, damaged)`` gives the raw rows of the given Spark paths (``damaged`` ones
+    are read with ``ignoreCorruptFiles`` so that whatever precedes the damage is kept); ``parse``
+    is the ``mapInArrow`` body turning them into ``PARSED`` rows. A file that fails to decompress
+    (a truncated ``.bz2``) makes the first pass fail; it is then marked damaged and the pass is
+    repeated, so one bad file never stops the job.
     """
     damaged: dict[str, str] = {}
     while True:
         healthy = [p for p in paths if p not in damaged]
-        df = build(healthy, list(damaged)).persist(StorageLevel.MEMORY_AND_DISK)
+        frames = [
+            read(spark, group, flag) for group, flag in ((healthy, False), (list(damaged), True)) if group
+        ]
+        raw = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+        df = spread(raw).mapInArrow(parse, PARSED_SPARK).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             rows = df.groupBy("kind", "reject.source", "reject.reason").count().collect()
         except Exception as exc:  # Spark wraps the read error in several exception types
