@@ -1,0 +1,115 @@
+"""S1 TCE formation: pre-cleaning reasons, the time feature, HDBSCAN on separable data, the span
+filter with inclusive ends, and the demo limits."""
+
+import datetime as dt
+
+import numpy as np
+import pytest
+
+from udfs.tcelongbench import tce
+
+D0 = dt.date(2015, 9, 1)
+
+
+def article(i: int, day: int, text: str = "x" * 600, **extra):
+    published = dt.datetime(2015, 9, day, 12, tzinfo=dt.UTC)
+    base = {
+        "article_id": f"a{i:02d}",
+        "canonical_url": f"https://example.org/{i}",
+        "host": "example.org",
+        "title": f"Title {i}",
+        "text": text,
+        "published_at": published,
+        "language": "en",
+        "near_duplicate_of": None,
+    }
+    return {**base, **extra}
+
+
+def test_preclean_gives_every_dropped_article_one_reason():
+    rows = [
+        article(1, 3),
+        article(2, 3, published_at=None),
+        article(3, 3, text="short"),
+        article(4, 3, language="de"),
+        article(5, 4, canonical_url="https://example.org/1"),
+        article(6, 3, title="Title 1!"),  # same normalised title, same day
+        article(7, 4, title="Title 1"),  # same title, another day: kept
+        article(8, 4, near_duplicate_of="a01"),
+        article(9, 5, text="nothing about the topic " * 40),
+    ]
+    topic = tce.TopicFilter(keywords=("x",))
+    kept, rejected = tce.preclean(rows, topic, min_chars=500, languages=("en",))
+    assert [a["article_id"] for a in kept] == ["a01", "a07"]
+    assert kept[0]["date"] == dt.date(2015, 9, 3)
+    assert {a["article_id"]: r for a, r in rejected} == {
+        "a02": "no_date",
+        "a03": "too_short",
+        "a04": "language",
+        "a05": "duplicate_url",
+        "a06": "duplicate_title",
+        "a08": "near_duplicate",
+        "a09": "topic_filter",
+    }
+
+
+def test_topic_filter_hosts_and_partition_key():
+    f = tce.TopicFilter(keywords=("Hungary",), hosts=("example.org",))
+    assert f.admits(article(1, 3, text="Police in HUNGARY ...")) is True
+    assert f.admits(article(1, 3, text="Police in Hungary", host="other.com")) is False
+    assert tce.TopicFilter().key == "all" and f.key != "all"
+
+
+def test_cluster_features_appends_scaled_days():
+    vectors = np.eye(3, dtype=np.float32)
+    f = tce.cluster_features(vectors, [D0, D0 + dt.timedelta(days=14), D0 + dt.timedelta(days=7)], 1.0, 14.0)
+    assert f.shape == (3, 4)
+    assert f[:, -1].tolist() == [0.0, 1.0, 0.5]
+    assert tce.cluster_features(vectors, [D0] * 3, 2.0, 14.0)[:, -1].tolist() == [0.0] * 3
+
+
+def test_hdbscan_separates_two_stories_and_marks_outliers():
+    rng = np.random.default_rng(0)
+    a = rng.normal([1, 0, 0], 0.02, (12, 3))
+    b = rng.normal([0, 1, 0], 0.02, (12, 3))
+    outlier = np.array([[5.0, 5.0, 5.0]])
+    labels = tce.cluster_labels(np.vstack([a, b, outlier]), min_cluster_size=5, min_samples=3)
+    assert len(set(labels[:12])) == 1 and len(set(labels[12:24])) == 1 and labels[0] != labels[12]
+    assert labels[-1] == tce.NOISE
+    assert (tce.cluster_labels(np.zeros((3, 3)), 10, 5) == tce.NOISE).all()
+
+
+@pytest.mark.parametrize(
+    ("span", "reason"),
+    [(4, "tce_span_too_short"), (5, None), (30, None), (31, "tce_span_too_long"), (0, "tce_single_date")],
+)
+def test_span_filter_is_inclusive(span, reason):
+    rows = [{**article(1, 1), "date": D0}, {**article(2, 1), "date": D0 + dt.timedelta(days=span)}]
+    tces, members, rejects = tce.form_tces(rows, [0, 0], "all", 5, 30)
+    if reason is None:
+        (t,) = tces
+        assert t["span_days"] == span and t["n"] == 2 and [m["k"] for m in members] == [1, 2]
+        assert not rejects
+    else:
+        assert not tces and {r for _, r in rejects} == {reason}
+
+
+def test_tce_id_is_stable_and_noise_is_rejected():
+    rows = [{**article(i, 1), "date": D0 + dt.timedelta(days=i)} for i in range(7)]
+    labels = [0, 0, 0, 0, 0, 0, -1]
+    first, _, rejects = tce.form_tces(rows, labels, "all", 5, 30)
+    again, _, _ = tce.form_tces(list(reversed(rows)), list(reversed(labels)), "all", 5, 30)
+    assert first[0]["tce_id"] == again[0]["tce_id"]
+    assert rejects == [(rows[6], "cluster_noise")]
+    other, _, _ = tce.form_tces(rows, labels, "kw=x;hosts=", 5, 30)
+    assert other[0]["tce_id"] != first[0]["tce_id"]
+
+
+def test_limits_keep_first_tces_and_articles_per_day():
+    rows = [{**article(i, 1), "date": D0 + dt.timedelta(days=i // 2)} for i in range(12)]
+    tces, members, _ = tce.form_tces(rows, [0] * 6 + [1] * 6, "all", 1, 30)
+    kept, kept_rows, dropped = tce.limit_tces(tces, members, max_tces=1, max_articles_per_day=1)
+    assert len(kept) == 1 and kept[0]["start_date"] == D0
+    assert kept[0]["n_articles"] == 3 == len(kept_rows)
+    assert sorted({r for _, r in dropped}) == ["limit_max_articles_per_day", "limit_max_tces"]
+    assert len(kept_rows) + len(dropped) == 12

@@ -1,0 +1,220 @@
+"""S1 — temporal complex events (TCEs) from the articles table.
+
+Articles are pre-cleaned (dated, long enough, in an allowed language, inside the topic/host
+filter, no URL or same-title-same-day duplicates), embedded (title + the first words of the
+text), given one scaled time feature and clustered with HDBSCAN. A cluster becomes a TCE when its
+calendar span lies within the configured bounds and it has at least two distinct dates. Every
+article that does not end up in a TCE gets exactly one reason.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from udfs.ids import stable_id
+from udfs.urls import host_matches
+
+NOISE = -1
+EMBED_WORDS = 200
+
+
+@dataclass(frozen=True)
+class TopicFilter:
+    """Which articles one partition holds: any keyword (case-insensitive, in title or text) and/or
+    a host allow-list; empty means no restriction."""
+
+    keywords: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """The partition key that enters every ``tce_id``."""
+        if not self.keywords and not self.hosts:
+            return "all"
+        return (
+            "kw="
+            + "|".join(sorted(k.casefold() for k in self.keywords))
+            + ";hosts="
+            + "|".join(sorted(self.hosts))
+        )
+
+    def admits(self, article: dict[str, Any]) -> bool:
+        if self.hosts and not host_matches(article.get("host"), frozenset(self.hosts)):
+            return False
+        if self.keywords:
+            text = f"{article.get('title') or ''}\n{article.get('text') or ''}".casefold()
+            return any(k.casefold() in text for k in self.keywords)
+        return True
+
+
+def normalize_title(title: str | None) -> str:
+    """Casefolded title without punctuation and repeated whitespace (same-day duplicate key)."""
+    return " ".join(re.sub(r"[^\w\s]", " ", (title or "").casefold()).split())
+
+
+def preclean(
+    articles: Iterable[dict[str, Any]],
+    topic: TopicFilter,
+    min_chars: int,
+    languages: Sequence[str],
+) -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any], str]]]:
+    """Split articles into the ones to cluster (with a ``date`` field, in id order) and
+    ``(article, reason)`` rejects. The first article in ``(published_at, article_id)`` order wins
+    among duplicates."""
+    ordered = sorted(
+        articles,
+        key=lambda a: (a.get("published_at") is None, a.get("published_at") or 0, a["article_id"]),
+    )
+    kept, rejected = [], []
+    seen_urls: set[str] = set()
+    seen_titles: set[tuple[dt.date, str]] = set()
+    for a in ordered:
+        if a.get("published_at") is None:
+            rejected.append((a, "no_date"))
+            continue
+        date = a["published_at"].astimezone(dt.UTC).date()
+        title_key = (date, normalize_title(a.get("title")))
+        if a.get("near_duplicate_of"):
+            reason = "near_duplicate"
+        elif len(a.get("text") or "") < min_chars:
+            reason = "too_short"
+        elif languages and a.get("language") not in languages:
+            reason = "language"
+        elif not topic.admits(a):
+            reason = "topic_filter"
+        elif a["canonical_url"] in seen_urls:
+            reason = "duplicate_url"
+        elif title_key[1] and title_key in seen_titles:
+            reason = "duplicate_title"
+        else:
+            seen_urls.add(a["canonical_url"])
+            seen_titles.add(title_key)
+            kept.append({**a, "date": date})
+            continue
+        rejected.append((a, reason))
+    kept.sort(key=lambda a: a["article_id"])
+    return kept, rejected
+
+
+def embed_text(article: dict[str, Any], words: int = EMBED_WORDS) -> str:
+    """What is embedded for clustering: the title and the first ``words`` words of the text."""
+    head = " ".join((article.get("text") or "").split()[:words])
+    title = (article.get("title") or "").strip()
+    return f"{title}. {head}" if title else head
+
+
+def cluster_features(
+    vectors: np.ndarray, dates: Sequence[dt.date], time_weight: float, time_scale_days: float
+) -> np.ndarray:
+    """The normalised text vectors with one appended column:
+    ``time_weight * (days since the earliest date) / time_scale_days``."""
+    if not len(dates):
+        return np.zeros((0, vectors.shape[1] + 1), dtype=np.float32)
+    start = min(dates)
+    days = np.array([(d - start).days for d in dates], dtype=np.float32)
+    time_col = (time_weight * days / time_scale_days).reshape(-1, 1)
+    return np.hstack([vectors.astype(np.float32), time_col.astype(np.float32)])
+
+
+def cluster_labels(features: np.ndarray, min_cluster_size: int, min_samples: int) -> np.ndarray:
+    """HDBSCAN labels (euclidean); −1 is noise. Fewer points than ``min_cluster_size`` are all noise."""
+    if features.shape[0] < max(2, min_cluster_size):
+        return np.full(features.shape[0], NOISE, dtype=np.int64)
+    from sklearn.cluster import HDBSCAN
+
+    return HDBSCAN(
+        min_cluster_size=min_cluster_size, min_samples=min_samples, metric="euclidean", copy=True
+    ).fit_predict(features)
+
+
+def form_tces(
+    articles: Sequence[dict[str, Any]],
+    labels: Sequence[int],
+    partition_key: str,
+    min_span_days: int,
+    max_span_days: int,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[tuple[dict[str, Any], str]]]:
+    """Clusters → ``(tces, tce_articles, rejects)``.
+
+    A cluster is kept iff ``min_span_days ≤ (max date − min date).days ≤ max_span_days`` and it
+    has ≥ 2 distinct dates; over-long clusters are dropped, not split. ``k`` numbers the distinct
+    dates 1..n. ``tce_id`` hashes the partition key and the sorted article ids.
+    """
+    members: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    rejects: list[tuple[dict[str, Any], str]] = []
+    for article, label in zip(articles, labels, strict=True):
+        if int(label) == NOISE:
+            rejects.append((article, "cluster_noise"))
+        else:
+            members[int(label)].append(article)
+    tces, tce_articles = [], []
+    for label in sorted(members):
+        group = members[label]
+        dates = sorted({a["date"] for a in group})
+        span = (dates[-1] - dates[0]).days
+        if len(dates) < 2:
+            rejects += [(a, "tce_single_date") for a in group]
+            continue
+        if span < min_span_days:
+            rejects += [(a, "tce_span_too_short") for a in group]
+            continue
+        if span > max_span_days:
+            rejects += [(a, "tce_span_too_long") for a in group]
+            continue
+        ids = sorted(a["article_id"] for a in group)
+        tce_id = stable_id("tce", partition_key, *ids)
+        k_of = {d: k for k, d in enumerate(dates, start=1)}
+        tces.append(
+            {
+                "tce_id": tce_id,
+                "partition_key": partition_key,
+                "n": len(dates),
+                "span_days": span,
+                "n_articles": len(group),
+                "dates": dates,
+                "start_date": dates[0],
+                "end_date": dates[-1],
+            }
+        )
+        for a in sorted(group, key=lambda a: (a["date"], a["article_id"])):
+            tce_articles.append(
+                {"tce_id": tce_id, "article_id": a["article_id"], "date": a["date"], "k": k_of[a["date"]]}
+            )
+    return tces, tce_articles, rejects
+
+
+def limit_tces(
+    tces: list[dict[str, Any]],
+    tce_articles: list[dict[str, Any]],
+    max_tces: int | None,
+    max_articles_per_day: int | None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[tuple[dict[str, Any], str]]]:
+    """Demo/test limits: keep the first ``max_tces`` TCEs (by start date, then id) and at most
+    ``max_articles_per_day`` articles per day (lowest article id first). Returns the kept TCEs, their
+    article rows and the dropped article rows with reasons. ``n_articles`` is updated; the timeline
+    (dates, n, span) is not, because every day keeps at least one article."""
+    order = sorted(tces, key=lambda t: (t["start_date"], t["tce_id"]))
+    keep = {t["tce_id"] for t in (order if max_tces is None else order[:max_tces])}
+    per_day: dict[tuple[str, int], int] = defaultdict(int)
+    kept_rows, dropped = [], []
+    for row in sorted(tce_articles, key=lambda r: (r["tce_id"], r["k"], r["article_id"])):
+        if row["tce_id"] not in keep:
+            dropped.append((row, "limit_max_tces"))
+            continue
+        per_day[(row["tce_id"], row["k"])] += 1
+        if max_articles_per_day is not None and per_day[(row["tce_id"], row["k"])] > max_articles_per_day:
+            dropped.append((row, "limit_max_articles_per_day"))
+            continue
+        kept_rows.append(row)
+    counts: dict[str, int] = defaultdict(int)
+    for row in kept_rows:
+        counts[row["tce_id"]] += 1
+    kept = [{**t, "n_articles": counts[t["tce_id"]]} for t in order if t["tce_id"] in keep]
+    return kept, kept_rows, dropped
