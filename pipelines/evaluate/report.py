@@ -1,0 +1,191 @@
+"""Outputs of an evaluation under ``<root>/eval/``:
+
+- ``<benchmark>/<model>/results/setting=<setting>/`` — per-item results (R9), one partition per
+  setting, so a rerun of one setting replaces only it and other models' results stay;
+- ``<benchmark>/<model>/rejected/`` — items a setting could not evaluate, with the reason;
+- ``leaderboard.parquet`` / ``leaderboard.md`` — every model's results found under ``eval/``
+  plus the baselines;
+- ``drift.parquet``, ``drift_summary.parquet``, ``drift.md``, ``drift.png`` — Daily Oracle's drift
+  analysis; ``summary.json`` — the run's counts, retrieval log and configuration.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections import defaultdict
+from pathlib import PurePosixPath
+from typing import Any
+
+import pyarrow as pa
+
+from udfs import storage
+from udfs.evaluate.leaderboard import baseline_results, drift_tables, leaderboard, ordering_uniform
+from udfs.evaluate.scoring import RESULT_SCHEMA
+
+REJECTED_SCHEMA = pa.schema(
+    [pa.field("item_id", pa.string()), pa.field("setting", pa.string()), pa.field("reason", pa.string())]
+)
+
+
+def model_slug(model: str) -> str:
+    """A directory-safe name for a model id (``org/Model-7B`` → ``org__Model-7B``)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "__", model).strip("_") or "model"
+
+
+def eval_uri(root: str, *parts: str) -> str:
+    return storage.join(root, "eval", *parts)
+
+
+def write_results(root: str, benchmark: str, model: str, rows: list[dict[str, Any]]) -> None:
+    """Per-item results of one benchmark and model, replacing only the settings present."""
+    table = pa.Table.from_pylist(
+        [{f.name: r.get(f.name) for f in RESULT_SCHEMA} for r in rows], RESULT_SCHEMA
+    )
+    storage.write_dataset(table, eval_uri(root, benchmark, model_slug(model), "results"), ["setting"])
+
+
+def write_rejected(root: str, benchmark: str, model: str, rows: list[tuple[str, str, str]]) -> None:
+    table = pa.Table.from_pylist(
+        [{"item_id": i, "setting": s, "reason": r} for i, s, r in rows], REJECTED_SCHEMA
+    )
+    storage.write_dataset(table, eval_uri(root, benchmark, model_slug(model), "rejected"), replace="all")
+
+
+def read_all_results(root: str) -> list[dict[str, Any]]:
+    """Every per-item result under ``eval/`` (all benchmarks, all models)."""
+    base = eval_uri(root)
+    tables = set()
+    for uri in storage.list_files(base, ".parquet"):
+        parts = PurePosixPath(uri[len(base) + 1 :]).parts
+        if len(parts) >= 4 and parts[2] == "results" and not parts[0].startswith("_"):
+            tables.add((parts[0], parts[1]))
+    rows: list[dict[str, Any]] = []
+    for benchmark, model in sorted(tables):
+        rows += storage.read_table(
+            eval_uri(root, benchmark, model, "results"), RESULT_SCHEMA, partition_cols=["setting"]
+        ).to_pylist()
+    return rows
+
+
+def build_leaderboard(results: list[dict[str, Any]], seed: int) -> pa.Table:
+    """Models' results plus the uniform and majority baselines on the same items."""
+    unique = list({(r["benchmark"], r["task"], r["item_id"]): r for r in results}.values())
+    return leaderboard(results + baseline_results(unique), seed, extra=ordering_uniform(unique))
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+LEADERBOARD_COLUMNS = [
+    ("benchmark", "benchmark"),
+    ("task", "task"),
+    ("model", "model"),
+    ("setting", "setting"),
+    ("n", "N"),
+    ("accuracy", "acc"),
+    ("accuracy_ci_low", "acc 95% lo"),
+    ("accuracy_ci_high", "acc 95% hi"),
+    ("brier", "Brier"),
+    ("brier_tag", "Brier tag"),
+    ("refusal_rate", "refusals"),
+    ("order_f1", "order F1"),
+    ("levenshtein", "Lev."),
+    ("open_f1", "open F1"),
+    ("open_f1_code", "open F1 (code)"),
+    ("forecasting", "forecasting"),
+]
+
+
+def leaderboard_markdown(board: pa.Table) -> str:
+    """The leaderboard as a Markdown table (gold-context rows are reading comprehension)."""
+    header = "| " + " | ".join(title for _, title in LEADERBOARD_COLUMNS) + " |"
+    rule = "| " + " | ".join("---" for _ in LEADERBOARD_COLUMNS) + " |"
+    lines = [
+        "# Leaderboard",
+        "",
+        "Brier tags: `sum` = class-summed (uniform 0.5 yes/no, 0.75 four-way); `binary_x100` = "
+        "(p − y)² × 100 (uniform 25). Refusals count as wrong and as uniform forecasts. "
+        "`forecasting = False` marks gold-context rows (reading comprehension, not forecasting).",
+        "",
+        header,
+        rule,
+    ]
+    for row in board.to_pylist():
+        lines.append("| " + " | ".join(_fmt(row[col]) for col, _ in LEADERBOARD_COLUMNS) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def drift_markdown(monthly: pa.Table, summary: pa.Table) -> str:
+    lines = ["# Drift over time", "", "## Summary", ""]
+    lines += [
+        "| model | benchmark | task | setting | months | yearly accuracy | YoY avg % | pre-cutoff % | post-cutoff % |",
+        "| --- | --- | --- | --- | ---: | --- | ---: | ---: | ---: |",
+    ]
+    for r in summary.to_pylist():
+        lines.append(
+            f"| {r['model']} | {r['benchmark']} | {r['task']} | {r['setting']} | {r['months']} | "
+            f"{r['yearly_accuracy']} | {_fmt(r['yoy_avg'], 2)} | {_fmt(r['yoy_pre'], 2)} | {_fmt(r['yoy_post'], 2)} |"
+        )
+    lines += ["", "## Monthly", ""]
+    lines += [
+        "| model | benchmark | task | setting | month | N | accuracy | ma5 | Brier | YoY % |",
+        "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in monthly.to_pylist():
+        lines.append(
+            f"| {r['model']} | {r['benchmark']} | {r['task']} | {r['setting']} | {r['month']:%Y-%m} | {r['n']} | "
+            f"{_fmt(r['accuracy'])} | {_fmt(r['ma5'])} | {_fmt(r['brier'])} | {_fmt(r['yoy'], 2)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def drift_png(monthly: pa.Table) -> bytes:
+    """One panel per (benchmark, task): monthly accuracy (points) and its 5-month trailing mean
+    (line) per (model, setting)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels: dict[tuple[str, str], dict[tuple[str, str], list[dict[str, Any]]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    for r in monthly.to_pylist():
+        panels[(r["benchmark"], r["task"])][(r["model"], r["setting"])].append(r)
+    n = max(1, len(panels))
+    fig, axes = plt.subplots(n, 1, figsize=(9, 3.2 * n), squeeze=False)
+    for ax, ((benchmark, task), series) in zip(axes[:, 0], sorted(panels.items()), strict=False):
+        for (model, setting), rows in sorted(series.items()):
+            months = [r["month"] for r in rows]
+            line = ax.plot(months, [r["ma5"] for r in rows], label=f"{model} · {setting} (ma5)")
+            ax.scatter(months, [r["accuracy"] for r in rows], s=12, color=line[0].get_color(), alpha=0.6)
+        ax.set_title(f"{benchmark} · {task}")
+        ax.set_ylabel("accuracy")
+        ax.set_ylim(-0.02, 1.02)
+        ax.legend(fontsize=7, loc="best")
+    if not panels:
+        axes[0, 0].text(0.5, 0.5, "no items with an accuracy", ha="center", va="center")
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def write_reports(root: str, results: list[dict[str, Any]], seed: int) -> dict[str, Any]:
+    """Leaderboard and drift outputs from every result under ``eval/``; returns their URIs."""
+    board = build_leaderboard(results, seed)
+    storage.write_table(board, eval_uri(root, "leaderboard.parquet"))
+    storage.write_bytes(eval_uri(root, "leaderboard.md"), leaderboard_markdown(board).encode())
+    monthly, summary = drift_tables(results)
+    storage.write_table(monthly, eval_uri(root, "drift.parquet"))
+    storage.write_table(summary, eval_uri(root, "drift_summary.parquet"))
+    storage.write_bytes(eval_uri(root, "drift.md"), drift_markdown(monthly, summary).encode())
+    storage.write_bytes(eval_uri(root, "drift.png"), drift_png(monthly))
+    return {"leaderboard": board, "drift": monthly, "drift_summary": summary}

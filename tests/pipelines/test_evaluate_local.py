@@ -1,0 +1,60 @@
+"""The harness end to end on the embedded local model: ForecastBench questions and items of every
+type, through real stages (forecasters and the LRAE / answer judges); a leaderboard, a drift table
+and plot come out, and every item is either scored or rejected with a reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipelines.evaluate import run as evaluate
+from pipelines.llm.config import LLMConfig
+from tests.fixtures.evaluate.data import write_articles, write_toy_benchmark
+from udfs import storage
+
+pytestmark = [pytest.mark.llm, pytest.mark.ray]
+
+
+def test_local_model_end_to_end(ray_local, tmp_path, shared_data):
+    root = str(tmp_path / "root")
+    write_articles(root)
+    write_toy_benchmark(root)
+    questions = shared_data / "questions"
+    config = evaluate.Config(
+        root=root,
+        llm=LLMConfig(batch_size=8),
+        forecastbench=(
+            (
+                str(questions / "forecastbench_2024-07-21-human.json"),
+                str(questions / "forecastbench_2024-07-21_resolution_set.json"),
+            ),
+        ),
+        limit=2,
+        modes=("closed_book", "retrieval"),
+        retrieval_override={"k": 2, "doc_words": 40},
+        background_words=60,
+        max_new_tokens=40,
+    )
+    outcome = evaluate.run(config)
+    assert outcome.items == 2 + 2 + 2 + 1 + 1 + 1 + 2  # toy tf, mc, binary, order, stf, aqa + ForecastBench
+    assert len(outcome.results) == 2 * outcome.items  # two modes, nothing rejected without gold_context
+    assert all(s.reconciles for s in outcome.summaries), [
+        s.name for s in outcome.summaries if not s.reconciles
+    ]
+    for row in outcome.results:
+        assert row["refusal"] == (row["refusal_reason"] is not None)
+        if row["type"] in ("yesno", "mc", "binary_prob") and not row["refusal"]:
+            assert abs(sum(row["probs"]) - 1) < 1e-9 and 0 < row["option_mass"] <= 1
+        if row["mode"] == "retrieval":
+            assert all(d < row["t_cut"] for d in row["retrieved_dates"])
+    stf = [r for r in outcome.results if r["task"] == "stf"]
+    assert all(r["open_f1"] is not None and 0 <= r["open_f1"] <= 1 for r in stf)
+    board = outcome.reports["leaderboard"].to_pylist()
+    models = {r["model"] for r in board}
+    assert models == {"gemma-3-270m", "baseline:uniform", "baseline:majority"}
+    fb = [r for r in board if r["benchmark"] == "forecastbench" and r["model"] == "gemma-3-270m"]
+    assert {r["setting"] for r in fb} == {"closed_book.choice", "retrieval-bm25.choice"}
+    assert all(r["brier_tag"] == "binary_x100" and 0 <= r["brier"] <= 100 for r in fb)
+    md = storage.read_bytes(storage.join(root, "eval", "leaderboard.md")).decode()
+    assert "| forecastbench | binary | gemma-3-270m | closed_book.choice |" in md
+    assert storage.read_bytes(storage.join(root, "eval", "drift.png"))[:4] == b"\x89PNG"
+    assert storage.read_table(storage.join(root, "eval", "drift.parquet")).num_rows > 0

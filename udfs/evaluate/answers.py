@@ -1,0 +1,162 @@
+"""How forecasters see options and how their answers are read back.
+
+MC options are shown in a seeded order derived from the item id (the permutation is stored);
+probabilities come back in the presented order and are mapped to the original one. Generated
+answers are parsed by the functions below, each raising ``ParseError`` with a short reason; a
+parse failure is a refusal (scored as a uniform forecast, counted as wrong).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from udfs.ids import stable_seed
+from udfs.llm_parsing import ParseError, first_json, numbered_list
+
+LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def option_labels(n: int) -> list[str]:
+    """``A``, ``B``, … for ``n`` options."""
+    if not 1 <= n <= len(LABELS):
+        raise ValueError(f"cannot label {n} options")
+    return list(LABELS[:n])
+
+
+def shuffle_permutation(item_id: str, n: int, seed: int) -> list[int]:
+    """Seeded presentation order: position j shows original option ``perm[j]``."""
+    perm = list(range(n))
+    random.Random(stable_seed(seed, "option-order", item_id)).shuffle(perm)
+    return perm
+
+
+def to_original_order(presented: Sequence[float], perm: Sequence[int]) -> list[float]:
+    """Probabilities of the presented positions, re-indexed by original option."""
+    original = [0.0] * len(perm)
+    for position, option in enumerate(perm):
+        original[option] = float(presented[position])
+    return original
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip().rstrip("%")) / (100.0 if value.strip().endswith("%") else 1.0)
+        except ValueError:
+            return None
+    return None
+
+
+def parse_label_probabilities(text: str, labels: Sequence[str]) -> list[float]:
+    """A verbalized distribution ``{label: probability}``: values clipped to [0, 1] and
+    renormalised; labels that are absent get 0. No label found, or a zero sum, is a ParseError."""
+    data = first_json(text, dict)
+    wanted = {label.lower(): i for i, label in enumerate(labels)}
+    values = [0.0] * len(labels)
+    found = False
+    for key, raw in data.items():
+        index = wanted.get(str(key).strip().strip("().").strip().lower())
+        number = _number(raw)
+        if index is None or number is None or np.isnan(number):
+            continue
+        values[index] = min(1.0, max(0.0, number))
+        found = True
+    if not found:
+        raise ParseError("no probability for any option label")
+    total = sum(values)
+    if total <= 0:
+        raise ParseError("option probabilities sum to 0")
+    return [v / total for v in values]
+
+
+def parse_verbalized_json(text: str) -> dict[str, Any]:
+    """Stage parser for a verbalized distribution whose prompt ends with ``{`` and stops at
+    ``}``: the JSON object, re-serialised (labels are checked per item later)."""
+    body = (text or "").strip()
+    body = body if body.startswith("{") else "{" + body
+    body = body if "}" in body else body + "}"
+    return {"answer_json": json.dumps(first_json(body, dict))}
+
+
+_ORDER = re.compile(r"^\s*\(?([A-Z])\)?(?:\s*[,>]\s*\(?([A-Z])\)?)+")
+
+
+def parse_order_columns(text: str) -> dict[str, Any]:
+    """Stage parser: the letters of an ordering answer ``B,A,C`` on its first line (commas or
+    ``>`` between letters, a trailing period allowed); checked per item by ``order_from_letters``."""
+    line = next((x for x in (text or "").splitlines() if x.strip()), "")
+    match = _ORDER.match(line)
+    if not match:
+        raise ParseError("no comma-separated letter sequence")
+    return {"order_letters": "".join(re.findall(r"[A-Z]", match.group(0)))}
+
+
+def order_from_letters(letters: str, n: int) -> list[int]:
+    """Presented-option indexes, earliest first; the letters must name each of the ``n``
+    options exactly once."""
+    labels = option_labels(n)
+    if sorted(letters) != labels:
+        raise ParseError(f"order {','.join(letters)} is not a permutation of {','.join(labels)}")
+    return [labels.index(x) for x in letters]
+
+
+def parse_order(text: str, n: int) -> list[int]:
+    """An ordering answer as presented-option indexes, earliest first."""
+    return order_from_letters(parse_order_columns(text)["order_letters"], n)
+
+
+def parse_continued_list(text: str) -> dict[str, Any]:
+    """Stage parser for an event-list answer whose prompt ends with ``1.``: the numbered items."""
+    return {"events": numbered_list("1. " + (text or "").lstrip())}
+
+
+def parse_short_answer(text: str) -> dict[str, Any]:
+    """Stage parser for a short answer: its first non-empty line, trimmed."""
+    for line in (text or "").splitlines():
+        answer = line.strip().strip("\"'").strip()
+        if answer:
+            return {"answer": answer}
+    raise ParseError("empty answer")
+
+
+_VERDICT = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
+_LABEL_INDEX = re.compile(r"\((\d{1,3})\)")
+
+
+def parse_match_verdict(text: str) -> dict[str, Any]:
+    """Stage parser for the LRAE stage-1 judge: ``No``, or ``Yes`` with the matched label's
+    number in parentheses. Returns the verdict and the 1-based number (None when absent)."""
+    match = _VERDICT.match(text or "")
+    if not match:
+        raise ParseError("no Yes/No verdict")
+    yes = match.group(1).lower() == "yes"
+    number = _LABEL_INDEX.search(text[match.end() :]) if yes else None
+    return {"verdict_yes": yes, "verdict_label": int(number.group(1)) if number else None}
+
+
+def matched_label(verdict_yes: bool | None, verdict_label: int | None, n_labels: int) -> int | None:
+    """The 0-based gold label a stage-1 verdict matched; a Yes without a valid number counts as
+    No (OpenForecast spec §7, ours)."""
+    if verdict_yes and verdict_label is not None and 1 <= verdict_label <= n_labels:
+        return verdict_label - 1
+    return None
+
+
+def dedup_by_similarity(vectors: np.ndarray, threshold: float) -> list[int]:
+    """Indexes to keep: each item is dropped when its cosine with an earlier kept item exceeds
+    ``threshold`` (vectors are normalised)."""
+    kept: list[int] = []
+    for i in range(len(vectors)):
+        if all(float(vectors[i] @ vectors[j]) <= threshold for j in kept):
+            kept.append(i)
+    return kept

@@ -1,0 +1,404 @@
+"""From per-item results to the leaderboard, the baselines and the drift tables.
+
+One leaderboard row per (model, benchmark, task, setting). Brier values carry their convention
+in ``brier_tag``: ``sum`` for yes/no and MC items (ForecastQA), ``binary_x100`` for binary
+probability items (PROPHET's tables; divide by 100 for ``binary``, and ``sum = 2 · binary``).
+"All" rows combine a benchmark's choice-type tasks per setting, micro (item-weighted) and macro
+(mean of tasks). Baselines are computed from the gold labels of the evaluated items:
+
+- ``baseline:uniform`` — equal probability on every option: Brier ``1 − 1/C`` (binary 0.25),
+  accuracy = the expected accuracy of a uniform guess, ``1/C`` (ordering: every permutation
+  equally likely);
+- ``baseline:majority`` — all probability on the group's most frequent gold option (ordering:
+  its most frequent gold order), measured on the same items, so it is a reference, not a model.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from udfs import metrics
+from udfs.evaluate.scoring import CHOICE_TYPES, gold_class, n_options
+from udfs.ids import stable_seed
+
+BASELINES = ("baseline:uniform", "baseline:majority")
+ALL_MICRO, ALL_MACRO = "All (micro)", "All (macro)"
+
+LEADERBOARD_SCHEMA = pa.schema(
+    [
+        pa.field("model", pa.string()),
+        pa.field("benchmark", pa.string()),
+        pa.field("task", pa.string()),
+        pa.field("type", pa.string()),
+        pa.field("setting", pa.string()),
+        pa.field("mode", pa.string()),
+        pa.field("retriever", pa.string()),
+        pa.field("answer_format", pa.string()),
+        pa.field("forecasting", pa.bool_()),
+        pa.field("splits", pa.string()),
+        pa.field("n", pa.int64()),
+        pa.field("n_answered", pa.int64()),
+        pa.field("refusal_rate", pa.float64()),
+        pa.field("ties", pa.int64()),
+        pa.field("accuracy", pa.float64()),
+        pa.field("accuracy_ci_low", pa.float64()),
+        pa.field("accuracy_ci_high", pa.float64()),
+        pa.field("accuracy_answered", pa.float64()),
+        pa.field("brier", pa.float64()),
+        pa.field("brier_tag", pa.string()),
+        pa.field("brier_ci_low", pa.float64()),
+        pa.field("brier_ci_high", pa.float64()),
+        pa.field("brier_answered", pa.float64()),
+        pa.field("order_f1", pa.float64()),
+        pa.field("levenshtein", pa.float64()),
+        pa.field("open_precision", pa.float64()),
+        pa.field("open_recall", pa.float64()),
+        pa.field("open_f1", pa.float64()),
+        pa.field("open_f1_ci_low", pa.float64()),
+        pa.field("open_f1_ci_high", pa.float64()),
+        pa.field("open_f1_code", pa.float64()),
+        pa.field("n_post_cutoff", pa.int64()),
+        pa.field("accuracy_post_cutoff", pa.float64()),
+    ]
+)
+
+DRIFT_SCHEMA = pa.schema(
+    [
+        pa.field("model", pa.string()),
+        pa.field("benchmark", pa.string()),
+        pa.field("task", pa.string()),
+        pa.field("setting", pa.string()),
+        pa.field("month", pa.date32()),
+        pa.field("n", pa.int64()),
+        pa.field("accuracy", pa.float64()),
+        pa.field("brier", pa.float64()),
+        pa.field("brier_tag", pa.string()),
+        pa.field("ma5", pa.float64()),
+        pa.field("yoy", pa.float64()),
+        pa.field("after_model_cutoff", pa.bool_()),
+    ]
+)
+
+
+def brier_tag(item_type: str) -> str | None:
+    """The native Brier convention of an item type (None: no Brier)."""
+    return {"yesno": "sum", "mc": "sum", "binary_prob": "binary_x100"}.get(item_type)
+
+
+def native_brier(row: dict[str, Any]) -> float | None:
+    """A result row's Brier value in its type's native convention."""
+    tag = brier_tag(row["type"])
+    if tag == "sum":
+        return row["brier_sum"]
+    if tag == "binary_x100":
+        return metrics.scale_brier(row["brier_binary"], tag)
+    return None
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return float(np.mean(values)) if len(values) else None
+
+
+def _group_key(row: dict[str, Any]) -> tuple:
+    return (row["model"], row["benchmark"], row["task"], row["setting"])
+
+
+def _summarise(rows: list[dict[str, Any]], seed: int) -> dict[str, Any]:
+    """One leaderboard row from the result rows of one (model, benchmark, task, setting)."""
+    first = rows[0]
+    kinds = {r["type"] for r in rows}
+    if len(kinds) != 1:
+        raise ValueError(f"{_group_key(first)}: mixed item types {sorted(kinds)}")
+    kind = first["type"]
+    key = stable_seed(seed, *_group_key(first))
+    answered = [r for r in rows if not r["refusal"]]
+    out: dict[str, Any] = {
+        "model": first["model"],
+        "benchmark": first["benchmark"],
+        "task": first["task"],
+        "type": kind,
+        "setting": first["setting"],
+        "mode": first["mode"],
+        "retriever": first["retriever"],
+        "answer_format": first["answer_format"],
+        "forecasting": first["forecasting"],
+        "splits": ",".join(sorted({r["split"] for r in rows if r["split"]})),
+        "n": len(rows),
+        "n_answered": len(answered),
+        "refusal_rate": 1 - len(answered) / len(rows),
+        "ties": sum(bool(r["tie"]) for r in rows),
+    }
+    correct = [r["correct"] for r in rows if r["correct"] is not None]
+    if correct:
+        out["accuracy"] = _mean(correct)
+        out["accuracy_ci_low"], out["accuracy_ci_high"] = metrics.mean_ci(correct, key)
+        out["accuracy_answered"] = _mean([r["correct"] for r in answered])
+    tag = brier_tag(kind)
+    if tag:
+        briers = [native_brier(r) for r in rows]
+        out["brier"], out["brier_tag"] = _mean(briers), tag
+        out["brier_ci_low"], out["brier_ci_high"] = metrics.mean_ci(briers, key + 1)
+        out["brier_answered"] = _mean([native_brier(r) for r in answered])
+    if kind == "ordering":
+        preds = [None if r["refusal"] else r["pred_order"] for r in rows]
+        scores = metrics.order_metrics(preds, [r["gold_order"] for r in rows])
+        out["order_f1"], out["levenshtein"] = scores["weighted_f1"], scores["levenshtein"]
+    if kind == "open" and any(r["open_f1"] is not None for r in rows):
+        f1 = [r["open_f1"] or 0.0 for r in rows]
+        out["open_precision"] = _mean([r["open_precision"] or 0.0 for r in rows])
+        out["open_recall"] = _mean([r["open_recall"] or 0.0 for r in rows])
+        out["open_f1"] = _mean(f1)
+        out["open_f1_ci_low"], out["open_f1_ci_high"] = metrics.mean_ci(f1, key + 2)
+        out["open_f1_code"] = _mean([r["open_f1_code"] or 0.0 for r in rows])
+    post = [r for r in rows if r["after_model_cutoff"]]
+    out["n_post_cutoff"] = len(post) if any(r["after_model_cutoff"] is not None for r in rows) else None
+    out["accuracy_post_cutoff"] = _mean([r["correct"] for r in post if r["correct"] is not None])
+    return out
+
+
+def _all_rows(board: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Micro and macro "All" rows per (model, benchmark, setting) over its choice-type tasks."""
+    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for row in board:
+        if row["type"] in CHOICE_TYPES:
+            groups[(row["model"], row["benchmark"], row["setting"])].append(row)
+    extra = []
+    for parts in groups.values():
+        if len(parts) < 2:
+            continue
+        tags = {p["brier_tag"] for p in parts}
+        for name, combine in ((ALL_MICRO, metrics.micro_all), (ALL_MACRO, metrics.macro_all)):
+            row = {
+                k: parts[0][k]
+                for k in (
+                    "model",
+                    "benchmark",
+                    "setting",
+                    "mode",
+                    "retriever",
+                    "answer_format",
+                    "forecasting",
+                )
+            }
+            row.update(
+                task=name,
+                type="all",
+                splits=",".join(sorted({s for p in parts for s in p["splits"].split(",") if s})),
+                n=sum(p["n"] for p in parts),
+                n_answered=sum(p["n_answered"] for p in parts),
+                accuracy=combine([(p["n"], p["accuracy"]) for p in parts]),
+                accuracy_answered=None,
+            )
+            row["refusal_rate"] = 1 - row["n_answered"] / row["n"]
+            if len(tags) == 1:
+                row["brier"] = combine([(p["n"], p["brier"]) for p in parts])
+                row["brier_tag"] = next(iter(tags))
+            extra.append(row)
+    return extra
+
+
+def leaderboard(
+    results: list[dict[str, Any]], seed: int = 0, extra: list[dict[str, Any]] | None = None
+) -> pa.Table:
+    """The leaderboard of result rows (models and baselines alike) plus ready-made ``extra``
+    rows (``ordering_uniform``), sorted for reading."""
+    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for row in results:
+        groups[_group_key(row)].append(row)
+    board = [_summarise(rows, seed) for rows in groups.values()]
+    board += _all_rows(board) + list(extra or [])
+    board.sort(
+        key=lambda r: (
+            r["benchmark"],
+            r["task"].startswith("All"),
+            r["task"],
+            r["setting"] != "baseline",
+            r["model"],
+            r["setting"],
+        )
+    )
+    return pa.Table.from_pylist(
+        [{f.name: r.get(f.name) for f in LEADERBOARD_SCHEMA} for r in board], LEADERBOARD_SCHEMA
+    )
+
+
+def baseline_results(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per-item result rows of the uniform and majority baselines for choice-type and ordering
+    items (the uniform ordering baseline is added to the leaderboard by ``ordering_uniform``)."""
+    by_group: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for item in items:
+        by_group[(item["benchmark"], item["task"])].append(item)
+    rows = []
+    for group in by_group.values():
+        kind = group[0]["type"]
+        if kind in CHOICE_TYPES:
+            majority = Counter(gold_class(i) for i in group).most_common()
+            top = min(c for c, n in majority if n == majority[0][1])
+            for item in group:
+                n = n_options(item)
+                gold = gold_class(item)
+                for name, probs, correct in (
+                    ("baseline:uniform", [1.0 / n] * n, 1.0 / n),
+                    ("baseline:majority", [float(c == top) for c in range(n)], float(top == gold)),
+                ):
+                    rows.append(_baseline_row(item, name, probs=probs, correct=correct, gold=gold))
+        elif kind == "ordering":
+            counts = Counter(tuple(i["gold_order"]) for i in group).most_common()
+            top = min(o for o, n in counts if n == counts[0][1])
+            for item in group:
+                rows.append(
+                    _baseline_row(
+                        item,
+                        "baseline:majority",
+                        pred_order=list(top),
+                        correct=float(list(top) == list(item["gold_order"])),
+                        levenshtein=float(metrics.levenshtein(list(top), list(item["gold_order"]))),
+                    )
+                )
+    return rows
+
+
+def _baseline_row(item: dict[str, Any], model: str, gold: int | None = None, **values: Any) -> dict[str, Any]:
+    row = {
+        "item_id": item["item_id"],
+        "benchmark": item["benchmark"],
+        "task": item["task"],
+        "split": item["split"],
+        "type": item["type"],
+        "model": model,
+        "setting": "baseline",
+        "mode": "baseline",
+        "retriever": None,
+        "answer_format": None,
+        "forecasting": True,
+        "refusal": False,
+        "tie": False,
+        "gold_order": item.get("gold_order"),
+        "after_model_cutoff": None,
+        "open_f1": None,
+    }
+    probs = values.get("probs")
+    if probs is not None:
+        values["brier_sum"] = metrics.brier_sum(probs, gold)
+        if item["type"] == "binary_prob":
+            values["brier_binary"] = metrics.brier_binary(probs[0], item["gold_value"])
+    return {**row, **values}
+
+
+def ordering_uniform(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Leaderboard rows of the uniform baseline on ordering tasks: every permutation of each
+    item weighted equally (exact expectations of accuracy, F1 and distance)."""
+    by_group: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for item in items:
+        if item["type"] == "ordering":
+            by_group[(item["benchmark"], item["task"])].append(item)
+    board = []
+    for (benchmark, task), group in by_group.items():
+        preds, golds, weights = [], [], []
+        for item in group:
+            gold = list(item["gold_order"])
+            perms = list(itertools.permutations(range(len(gold))))
+            preds += [list(p) for p in perms]
+            golds += [gold] * len(perms)
+            weights += [1.0 / len(perms)] * len(perms)
+        scores = metrics.order_metrics(preds, golds, weights)
+        board.append(
+            {
+                "model": "baseline:uniform",
+                "benchmark": benchmark,
+                "task": task,
+                "type": "ordering",
+                "setting": "baseline",
+                "mode": "baseline",
+                "forecasting": True,
+                "splits": ",".join(sorted({i["split"] for i in group})),
+                "n": len(group),
+                "n_answered": len(group),
+                "refusal_rate": 0.0,
+                "ties": 0,
+                "accuracy": scores["accuracy"],
+                "order_f1": scores["weighted_f1"],
+                "levenshtein": scores["levenshtein"],
+            }
+        )
+    return board
+
+
+DRIFT_SUMMARY_SCHEMA = pa.schema(
+    [
+        pa.field("model", pa.string()),
+        pa.field("benchmark", pa.string()),
+        pa.field("task", pa.string()),
+        pa.field("setting", pa.string()),
+        pa.field("model_cutoff", pa.date32()),
+        pa.field("months", pa.int64()),
+        pa.field("yearly_accuracy", pa.string()),  # JSON {year: unweighted mean of monthly accuracy}
+        pa.field("yoy_avg", pa.float64()),
+        pa.field("yoy_pre", pa.float64()),
+        pa.field("yoy_post", pa.float64()),
+    ]
+)
+
+
+def drift_tables(results: list[dict[str, Any]]) -> tuple[pa.Table, pa.Table]:
+    """Daily Oracle's drift analysis per (model, benchmark, task, setting) over result rows that
+    have an accuracy (baselines excluded): the monthly table (N, accuracy, Brier, 5-month
+    trailing mean, YoY change, side of the model cutoff) and a summary (yearly accuracy, average
+    YoY change overall and before/after the model's cutoff month)."""
+    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for row in results:
+        if row["mode"] != "baseline" and row["correct"] is not None:
+            groups[_group_key(row)].append(row)
+    monthly, summary = [], []
+    for (model, benchmark, task, setting), rows in sorted(groups.items()):
+        tag = brier_tag(rows[0]["type"])
+        cutoff = rows[0].get("model_cutoff")
+        cut_month = metrics.month_of(cutoff) if cutoff else None
+        months = metrics.monthly_drift(
+            [r["month"] for r in rows],
+            [r["correct"] for r in rows],
+            [native_brier(r) for r in rows] if tag else None,
+        )
+        for m in months:
+            monthly.append(
+                {
+                    "model": model,
+                    "benchmark": benchmark,
+                    "task": task,
+                    "setting": setting,
+                    "month": m.month,
+                    "n": m.n,
+                    "accuracy": m.accuracy,
+                    "brier": m.brier,
+                    "brier_tag": tag,
+                    "ma5": m.ma5,
+                    "yoy": m.yoy,
+                    "after_model_cutoff": None if cut_month is None else m.month >= cut_month,
+                }
+            )
+        yoy = metrics.yoy_summary(months, cutoff)
+        summary.append(
+            {
+                "model": model,
+                "benchmark": benchmark,
+                "task": task,
+                "setting": setting,
+                "model_cutoff": cutoff,
+                "months": sum(m.n > 0 for m in months),
+                "yearly_accuracy": json.dumps(
+                    {str(y): round(v, 6) for y, v in metrics.yearly_accuracy(months).items()}
+                ),
+                **yoy,
+            }
+        )
+    return (
+        pa.Table.from_pylist(monthly, DRIFT_SCHEMA),
+        pa.Table.from_pylist(summary, DRIFT_SUMMARY_SCHEMA),
+    )
