@@ -142,7 +142,9 @@ class LocalEngine:
 
         enc = self._encode(texts)
         with torch.no_grad():
-            logits = self.model(**enc).logits[:, -1, :]
+            # Only the last position's logits: the LM head over a 262k vocabulary at every
+            # position would cost as much as the rest of the forward pass.
+            logits = self.model(**enc, logits_to_keep=1).logits[:, -1, :]
         return torch.log_softmax(logits.float(), dim=-1), enc["attention_mask"].sum(dim=1).tolist()
 
     def _score(self, rows: list[dict], idx: list[int]) -> dict[int, dict]:
