@@ -1,0 +1,7 @@
+"""OpenForecast (COLING 2025): complex events from Wikipedia and the Current Events Portal,
+timelines by extraction-then-complement, and six forecasting tasks. See docs/openforecast.md."""
+
+from pipelines.openforecast.build import BuildResult, run
+from pipelines.openforecast.config import Config, demo_config
+
+__all__ = ["BuildResult", "Config", "demo_config", "run"]

@@ -1,0 +1,278 @@
+"""The OpenForecast build: collection, timelines, questions, splits and outputs.
+
+Outputs under ``<root>/benchmarks/openforecast/``: ``ce``, ``ce_doc``, ``timeline_rounds`` (one
+provenance row per CE and round), ``atomic_event``, one table per task partitioned by split
+(``stf``, ``ltf``, ``aqa``, ``mcnc``, ``mcac``, ``vqa``), ``eval_items``, ``rejected`` (every
+dropped row with its stage and reason) and the dataset card. LLM stages keep their request
+caches and outputs under ``<root>/openforecast/<stage>/``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from pipelines.benchmarks import write_benchmark_table, write_card, write_eval_items
+from pipelines.llm.stage import StageRunner
+from pipelines.openforecast.annotate import Annotator
+from pipelines.openforecast.collect import assign_splits, collect_wcep, collect_wikipedia
+from pipelines.openforecast.config import NAME, Config
+from pipelines.openforecast.ledger import Ledger
+from pipelines.openforecast.tasks import build_questions
+from udfs import storage
+from udfs.openforecast.dates import period
+from udfs.openforecast.items import eval_item
+from udfs.openforecast.questions import TASKS, AtomicEvent, CETimeline
+from udfs.openforecast.structured import load
+from udfs.openforecast.temporal import SPLITS
+from udfs.report import RunSummary, combined_table
+from udfs.schemas import WCEP_EVENTS, WIKI_PAGES
+
+log = logging.getLogger("augury.openforecast")
+
+_STR_LIST = pa.list_(pa.string())
+CE_SCHEMA = pa.schema(
+    [
+        pa.field("ce_id", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),  # wikipedia | wcep
+        pa.field("key", pa.string()),  # page title, or WCEP story key "A|B"
+        pa.field("title", pa.string()),
+        pa.field("category", pa.string()),  # one of the ten WCEP headings
+        pa.field("ce_date_raw", pa.string()),  # yyyy[-MM[-dd]]
+        pa.field("ce_date", pa.date32()),  # last day of ce_date_raw's period (decides the split)
+        pa.field("split", pa.string()),
+        pa.field("n_docs", pa.int32()),
+        pa.field("n_fallback_docs", pa.int32()),
+        pa.field("n_events", pa.int32()),  # atomic events of the final timeline (null: dropped)
+        pa.field("kept", pa.bool_()),  # has a final timeline (else see `rejected`)
+    ]
+)
+CE_DOC_SCHEMA = pa.schema(
+    [
+        pa.field("ce_id", pa.string(), nullable=False),
+        pa.field("seq", pa.int32()),
+        pa.field("date", pa.date32()),  # WCEP portal day (null for a Wikipedia page)
+        pa.field("title", pa.string()),
+        pa.field("text", pa.string()),
+        pa.field("url", pa.string()),
+        pa.field("article_id", pa.string()),
+        pa.field("event_id", pa.string()),
+        pa.field("is_fallback", pa.bool_()),  # the WCEP event text stands in for a missing article
+        pa.field("split", pa.string()),
+    ]
+)
+ROUNDS_SCHEMA = pa.schema(
+    [
+        pa.field("ce_id", pa.string(), nullable=False),
+        pa.field("round", pa.int32()),  # 0 = extraction, 1.. = complement rounds, -1 = adjustment
+        pa.field("action", pa.string()),
+        pa.field("stage", pa.string()),
+        pa.field("doc_seq", pa.int32()),
+        pa.field("doc_date", pa.date32()),
+        pa.field("prompt_id", pa.string()),
+        pa.field("prompt_version", pa.int32()),
+        pa.field("model", pa.string()),
+        pa.field("sample_index", pa.int32()),
+        pa.field("retention", pa.float64()),  # share of previous items kept verbatim
+        pa.field("timeline_before", _STR_LIST),
+        pa.field("answer", _STR_LIST),
+        pa.field("timeline_after", _STR_LIST),
+        pa.field("raw_text", pa.string()),
+        pa.field("error", pa.string()),
+    ]
+)
+ATOMIC_SCHEMA = pa.schema(
+    [
+        pa.field("ce_id", pa.string(), nullable=False),
+        pa.field("idx", pa.int32(), nullable=False),
+        pa.field("text", pa.string()),
+        pa.field("ts_raw", pa.string()),  # the timestamp answer as written
+        pa.field("ts", pa.string()),  # yyyy[-MM[-dd]] or null
+        pa.field("structured_json", pa.string()),  # JSON list of structured events (null: failed)
+        pa.field("split", pa.string()),
+    ]
+)
+TASK_SCHEMA = pa.schema(
+    [
+        pa.field("sample_id", pa.string(), nullable=False),
+        pa.field("task", pa.string(), nullable=False),
+        pa.field("ce_id", pa.string(), nullable=False),
+        pa.field("split", pa.string(), nullable=False),
+        pa.field("category", pa.string()),
+        pa.field("cut_idx", pa.int32()),
+        pa.field("t_cut", pa.date32()),  # the cut day (00:00 UTC is the information cutoff)
+        pa.field("background", _STR_LIST),
+        pa.field("question", pa.string()),
+        pa.field("choices", _STR_LIST),
+        pa.field("gold_index", pa.int32()),
+        pa.field("gold_texts", _STR_LIST),
+        pa.field("target_idx", pa.list_(pa.int32())),
+        pa.field("target_day", pa.string()),  # STF
+        pa.field("argument", pa.string()),  # AQA / MCAC
+    ]
+)
+
+
+@dataclass
+class BuildResult:
+    tables: dict[str, pa.Table]
+    card: dict[str, Any]
+    summaries: list[RunSummary]
+
+
+def run(config: Config) -> BuildResult:
+    """Build the benchmark; returns its tables, card and step summaries."""
+    if not any(storage.exists(t.uri(config.root)) for t in (WIKI_PAGES, WCEP_EVENTS)):
+        raise FileNotFoundError(f"no corpus/wiki_pages or corpus/wcep_events under {config.root}")
+    runner = StageRunner(config.root, NAME, config.llm, force=config.force)
+    ledger = Ledger(runner)
+    cutoffs = config.cutoffs
+    wcep = collect_wcep(config, ledger)  # first: it calls no model, so a bad story key fails fast
+    ces = assign_splits(collect_wikipedia(config, ledger) + wcep, cutoffs, ledger)
+
+    annotator = Annotator(config, ledger)
+    annotator.extract(ces)
+    rounds = annotator.complement(ces)
+    annotator.adjust(ces)
+    annotator.drop_short(ces)
+    described = annotator.describe_events()
+
+    by_id = {ce["ce_id"]: ce for ce in ces}
+    timelines = {
+        ce_id: CETimeline(
+            ce_id=ce_id,
+            split=by_id[ce_id]["split"],
+            split_start=by_id[ce_id]["split_start"],
+            category=by_id[ce_id]["category"],
+            events=tuple(
+                AtomicEvent(
+                    text=text,
+                    ts=described[(ce_id, i)]["ts"],
+                    structured=_structured(described[(ce_id, i)]["structured_json"]),
+                )
+                for i, text in enumerate(events)
+            ),
+        )
+        for ce_id, events in annotator.timelines.items()
+    }
+    samples = build_questions(config, ledger, timelines)
+
+    tables = _tables(ces, annotator, described, samples, ledger)
+    for name, table in tables.items():
+        if name in TASKS:
+            write_benchmark_table(config.root, NAME, name, table, partition_cols=("split",))
+        elif name != "eval_items":
+            write_benchmark_table(config.root, NAME, name, table)
+    items = [eval_item(s, _resolve(s, timelines)) for task in TASKS for s in samples[task]]
+    tables["eval_items"] = write_eval_items(config.root, NAME, items)
+
+    unreconciled = [s.name for s in ledger.summaries if not s.reconciles]
+    if unreconciled:
+        raise AssertionError(f"counts do not reconcile in {unreconciled}")
+    card = write_card(config.root, NAME, runner, _counts(tables, ledger, cutoffs, rounds), config)
+    print(combined_table(ledger.summaries, f"openforecast on {config.llm.backend}:{config.llm.model}"))
+    return BuildResult(tables=tables, card=card, summaries=ledger.summaries)
+
+
+def _structured(cell: str | None) -> tuple[dict[str, Any], ...] | None:
+    events = load(cell)
+    return None if events is None else tuple(events)
+
+
+def _resolve(sample: dict[str, Any], timelines: dict[str, CETimeline]) -> Any:
+    """The end of the latest dated target (when the answer is known), or None."""
+    ends = [p.end for i in sample["target_idx"] if (p := period(timelines[sample["ce_id"]].events[i].ts))]
+    return max(ends) if ends else None
+
+
+def _tables(
+    ces: list[dict[str, Any]],
+    annotator: Annotator,
+    described: dict[tuple[str, int], dict[str, Any]],
+    samples: dict[str, list[dict[str, Any]]],
+    ledger: Ledger,
+) -> dict[str, pa.Table]:
+    split_of = {ce["ce_id"]: ce["split"] for ce in ces}
+    ce_rows, doc_rows = [], []
+    for ce in ces:
+        events = annotator.timelines.get(ce["ce_id"])
+        ce_rows.append(
+            {
+                **{
+                    k: ce[k]
+                    for k in (
+                        "ce_id",
+                        "source",
+                        "key",
+                        "title",
+                        "category",
+                        "ce_date_raw",
+                        "ce_date",
+                        "split",
+                    )
+                },
+                "n_docs": len(ce["docs"]),
+                "n_fallback_docs": sum(d["is_fallback"] for d in ce["docs"]),
+                "n_events": len(events) if events is not None else None,
+                "kept": events is not None,
+            }
+        )
+        doc_rows += [{**d, "ce_id": ce["ce_id"], "split": ce["split"]} for d in ce["docs"]]
+    atomic = [
+        {"ce_id": ce_id, "idx": i, "text": text, "split": split_of[ce_id], **described[(ce_id, i)]}
+        for ce_id, events in annotator.timelines.items()
+        for i, text in enumerate(events)
+    ]
+    tables = {
+        "ce": _table(ce_rows, CE_SCHEMA),
+        "ce_doc": _table(doc_rows, CE_DOC_SCHEMA),
+        "timeline_rounds": _table(annotator.rounds, ROUNDS_SCHEMA),
+        "atomic_event": _table(atomic, ATOMIC_SCHEMA),
+        "rejected": ledger.rejected_table(),
+    }
+    for task in TASKS:
+        tables[task] = _table(samples[task], TASK_SCHEMA)
+    return tables
+
+
+def _table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    return pa.Table.from_pylist([{f.name: r.get(f.name) for f in schema} for r in rows], schema=schema)
+
+
+def _counts(tables: dict[str, pa.Table], ledger: Ledger, cutoffs: Any, rounds: int) -> dict[str, Any]:
+    ces = [r for r in tables["ce"].to_pylist() if r["kept"]]
+    questions: dict[str, dict[str, int]] = {}
+    by_category: dict[str, dict[str, int]] = {}
+    for task in TASKS:
+        rows = tables[task].to_pylist()
+        questions[task] = {s: sum(r["split"] == s for r in rows) for s in SPLITS}
+        by_category[task] = dict(Counter(r["category"] or "none" for r in rows).most_common())
+    rejected: dict[str, Counter] = defaultdict(Counter)
+    for r in ledger.rejected:
+        rejected[r["stage"]][r["reason"]] += 1
+    actions = Counter(r["action"] for r in tables["timeline_rounds"].to_pylist())
+    return {
+        "split_cutoffs": {
+            "train_end": str(cutoffs.train_end),
+            "dev_end": str(cutoffs.dev_end),
+            "test_end": str(cutoffs.test_end),
+        },
+        "complex_events": {
+            "total": len(ces),
+            "by_source": dict(Counter(r["source"] for r in ces)),
+            "by_split": {s: sum(r["split"] == s for r in ces) for s in SPLITS},
+            "by_category": dict(Counter(r["category"] or "none" for r in ces).most_common()),
+        },
+        "atomic_events": {
+            "total": tables["atomic_event"].num_rows,
+            "by_split": dict(Counter(tables["atomic_event"].column("split").to_pylist())),
+        },
+        "questions": questions,
+        "questions_by_category": by_category,
+        "timeline_rounds": {"complement_rounds": rounds, **dict(actions)},
+        "rejected": {stage: dict(c) for stage, c in rejected.items()},
+    }
