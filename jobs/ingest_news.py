@@ -11,13 +11,16 @@ Stages (all names appear in the logs as ``stage=…``):
 2. **spread**: the rows are hash-repartitioned on (file, offset) over all cores, so one large
    WARC is extracted in parallel instead of by the single task that read it.
 3. **extract**: news-please or trafilatura, publish date, language, ids (``udfs.news_extract``).
-4. **dedup**: exact duplicates by canonical URL, then by text hash; the earliest crawl is kept
-   (ties broken by file and offset), the others are rejected with ``duplicate_of``. Optionally,
-   near-duplicates are marked (MinHash LSH on word 3-grams, ``udfs.near_dup``) in
-   ``near_duplicate_of``; they stay in the table.
+4. **dedup**: exact duplicates by canonical URL, then by text hash, against the articles already in
+   the table from other files (the first ingested copy wins) and within the run (the earliest
+   crawl wins, ties broken by file and offset); the others are rejected with ``duplicate_of``.
+   Optionally, near-duplicates within the run are marked (MinHash LSH on word 3-grams,
+   ``udfs.near_dup``) in ``near_duplicate_of``; they stay in the table.
 5. **write**: articles partitioned by ``published_date`` (undated: the null partition), rejected
-   rows by ``reason``; a rerun replaces exactly the partitions it produces. The run summary is
-   printed and saved as ``corpus/articles/_SUCCESS.json`` under the root.
+   rows by ``shard`` (one per input file). The run is authoritative for its input files: their
+   earlier rows are replaced and rows of other files are kept, so batches of WARC files can be
+   ingested one after another (``jobs.articles_table``). The run summary is printed and saved
+   as ``corpus/articles/_SUCCESS.json`` under the root.
 """
 
 from __future__ import annotations
@@ -31,15 +34,15 @@ from dataclasses import asdict, dataclass, field
 
 import pyarrow as pa
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession, Window
-from pyspark.sql import functions as sf
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from jobs.spark import SESSION_CONF, spark_schema, spark_session, write_partitioned
-from udfs import near_dup, storage
+from jobs.articles_table import STAGED, merge_and_write
+from jobs.spark import SESSION_CONF, spark_session
+from udfs import storage
 from udfs.news_extract import EXTRACTORS, ContentRules, process_candidate
 from udfs.report import RunSummary
-from udfs.schemas import ARTICLE_REJECT_REASONS, ARTICLES, ARTICLES_REJECTED, TableSpec
+from udfs.schemas import ARTICLES
 from udfs.warc import HeaderFilter, normalize_host, parse_warc_date, scan_file
 
 log = logging.getLogger("augury.ingest_news")
@@ -59,16 +62,6 @@ SCANNED = pa.schema(
         pa.field("detail", pa.string()),
     ]
 )
-# Rows the extract stage emits: every article column (nullable) plus the rejection columns.
-STAGED = pa.schema(
-    [f.with_nullable(True) for f in ARTICLES.schema]
-    + [
-        pa.field("record_offset", pa.int64()),
-        pa.field("reason", pa.string()),
-        pa.field("detail", pa.string()),
-    ]
-)
-
 SCAN_BATCH_BYTES = 32 << 20  # flush a scan batch at this much payload…
 SCAN_BATCH_ROWS = 2048  # …or this many rows
 EXTRACT_BATCH_ROWS = 32  # rows per Arrow batch into and out of the extractor (HTML is large)
@@ -175,99 +168,6 @@ def staged_records(
     return spread.mapInArrow(_extractor(config.content_rules(), now), from_arrow_schema(STAGED))
 
 
-def _order(prefix: str = "") -> list:
-    """Earliest crawl first; file and offset break ties, so the choice is the same on every run."""
-    return [
-        sf.col(prefix + "crawled_at").asc_nulls_last(),
-        sf.col(prefix + "warc_file").asc(),
-        sf.col(prefix + "record_offset").asc(),
-    ]
-
-
-def deduplicate(articles: DataFrame, n_parts: int) -> tuple[DataFrame, DataFrame]:
-    """``(kept, duplicates)``: exact duplicates by canonical URL, then by text hash."""
-    dups = []
-    kept = articles
-    for key, reason in (("canonical_url", "duplicate_url"), ("text_hash", "duplicate_text")):
-        window = Window.partitionBy(key).orderBy(*_order())
-        first_at = sf.concat_ws(
-            "@", sf.first("warc_file").over(window), sf.first("record_offset").over(window)
-        )
-        ranked = (
-            kept.repartition(n_parts, key)
-            .withColumn("_rank", sf.row_number().over(window))
-            .withColumn("_keep_id", sf.first("article_id").over(window))
-            .withColumn("_keep_at", first_at)
-        )
-        dups.append(
-            ranked.filter(sf.col("_rank") > 1).select(
-                *[c for c in ARTICLES_REJECTED.schema.names if c not in ("reason", "detail", "duplicate_of")],
-                sf.col("_keep_id").alias("duplicate_of"),
-                sf.concat(sf.lit(f"{key} also at "), sf.col("_keep_at")).alias("detail"),
-                sf.lit(reason).alias("reason"),
-            )
-        )
-        kept = ranked.filter(sf.col("_rank") == 1).drop("_rank", "_keep_id", "_keep_at")
-    return kept, dups[0].unionByName(dups[1])
-
-
-SKETCHED = pa.schema(
-    [
-        pa.field("article_id", pa.string()),
-        pa.field("shingles", pa.list_(pa.int64())),
-        pa.field("bands", pa.list_(pa.int64())),
-    ]
-)
-
-
-def _sketcher(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow function: (article_id, text) → (article_id, shingles, band keys)."""
-    for batch in batches:
-        rows = []
-        for article_id, text in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True):
-            shingles, bands = near_dup.sketch(text)
-            rows.append({"article_id": article_id, "shingles": shingles, "bands": bands})
-        yield pa.RecordBatch.from_pylist(rows, schema=SKETCHED)
-
-
-def near_duplicates(kept: DataFrame, similarity: float) -> DataFrame:
-    """``(article_id, near_duplicate_of)`` for articles whose word 3-gram sets have Jaccard
-    similarity ≥ ``similarity`` with an earlier-crawled article.
-
-    MinHash LSH (``udfs.near_dup``): articles sharing a band key form a bucket; each member is
-    compared with the bucket's earliest-crawled member only (linear in the bucket size, where all
-    pairs would be quadratic), and points at the earliest such leader it really resembles.
-    """
-    order = sf.struct(sf.col("crawled_at").isNull(), "crawled_at", "warc_file", "record_offset")
-    sketches = (
-        kept.select("article_id", "text")
-        .mapInArrow(_sketcher, from_arrow_schema(SKETCHED))
-        .join(kept.select("article_id", order.alias("_order")), "article_id")
-    )
-    bucket = Window.partitionBy("_band", "_key").orderBy("_order")
-    members = sketches.select("article_id", "_order", sf.posexplode("bands").alias("_band", "_key"))
-    candidates = (
-        members.withColumn("_leader", sf.first("article_id").over(bucket))
-        .withColumn("_leader_order", sf.first("_order").over(bucket))
-        .filter(sf.col("_leader") != sf.col("article_id"))
-        .select("article_id", "_leader", "_leader_order")
-        .distinct()
-    )
-    mine = sketches.select("article_id", sf.col("shingles").alias("_mine"))
-    theirs = sketches.select(sf.col("article_id").alias("_leader"), sf.col("shingles").alias("_theirs"))
-    jaccard = sf.size(sf.array_intersect("_mine", "_theirs")) / sf.size(sf.array_union("_mine", "_theirs"))
-    similar = candidates.join(mine, "article_id").join(theirs, "_leader").filter(jaccard >= similarity)
-    return similar.groupBy("article_id").agg(
-        sf.min(sf.struct("_leader_order", "_leader"))["_leader"].alias("near_duplicate_of")
-    )
-
-
-def _conform(df: DataFrame, spec: TableSpec) -> DataFrame:
-    """``df`` with exactly the table's Spark schema, non-null columns included (Spark cannot
-    narrow nullability itself; an Arrow pass-through with the declared schema does)."""
-    return df.select(*spec.schema.names).mapInArrow(lambda batches: batches, spark_schema(spec))
-
-
 # ---------------------------------------------------------------- the job
 
 
@@ -284,42 +184,23 @@ def run(config: Config, spark: SparkSession | None = None) -> RunSummary:
         "spark.sql.execution.arrow.maxRecordsPerBatch": str(EXTRACT_BATCH_ROWS),
     }.items():
         spark.conf.set(key, value)
-    persisted: list[DataFrame] = []
+    staged = None
     try:
         n_parts = config.partitions or max(4 * spark.sparkContext.defaultParallelism, len(files))
         staged = staged_records(spark, files, config, dt.datetime.now(dt.UTC), n_parts)
         staged.persist(StorageLevel.MEMORY_AND_DISK)
-        persisted.append(staged)
         t0 = time.time()
         summary.rows_read = staged.count()
         summary.metrics["seconds scan + extract"] = round(time.time() - t0, 1)
-
         t0 = time.time()
-        kept, dups = deduplicate(staged.filter(sf.col("reason").isNull()), n_parts)
-        if config.near_duplicates is not None:
-            persisted.append(kept.persist(StorageLevel.MEMORY_AND_DISK))  # read three times below
-            marks = near_duplicates(kept, config.near_duplicates)
-            kept = kept.drop("near_duplicate_of").join(marks, "article_id", "left")
-        rejected = staged.filter(sf.col("reason").isNotNull()).select(
-            *[c for c in ARTICLES_REJECTED.schema.names if c != "duplicate_of"],
-            sf.lit(None).cast("string").alias("duplicate_of"),
-        )
-        # One writer task per output partition value: one file per date / reason, not one per task.
-        kept = _conform(kept.repartition(n_parts, "published_date"), ARTICLES)
-        rejected = _conform(rejected.unionByName(dups).repartition(n_parts, "reason"), ARTICLES_REJECTED)
-        persisted += [
-            kept.persist(StorageLevel.MEMORY_AND_DISK),
-            rejected.persist(StorageLevel.MEMORY_AND_DISK),
-        ]
-
-        write_partitioned(kept, ARTICLES, config.root)
-        write_partitioned(rejected, ARTICLES_REJECTED, config.root)
+        merge_and_write(spark, staged, files, config.root, n_parts, summary, config.near_duplicates)
         summary.metrics["seconds dedup + write"] = round(time.time() - t0, 1)
-        _count(summary, kept, rejected, len(files), config)
     finally:
-        for df in persisted:
-            df.unpersist()
+        if staged is not None:
+            staged.unpersist()
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", previous_batch)
+    summary.metrics["WARC files"] = len(files)
+    summary.notes.append("rows read = WARC records seen + files that could not be read")
     summary.finish()
     storage.mark_done(
         ARTICLES.uri(config.root),
@@ -327,33 +208,6 @@ def run(config: Config, spark: SparkSession | None = None) -> RunSummary:
     )
     log.info("stage=done %s", summary.to_dict())
     return summary
-
-
-def _count(summary: RunSummary, kept: DataFrame, rejected: DataFrame, n_files: int, config: Config) -> None:
-    """Fill the summary from the written tables; log rejections per shard and reason."""
-    summary.rows_written = kept.count()
-    per_shard = rejected.groupBy("warc_file", "reason").count().collect()
-    for row in sorted(per_shard, key=lambda r: (r["warc_file"] or "", r["reason"])):
-        summary.reject(row["reason"], row["count"])
-        stage = ARTICLE_REJECT_REASONS.get(row["reason"], ("?",))[0]
-        log.info(
-            "stage=%s shard=%s reason=%s rejected=%d", stage, row["warc_file"], row["reason"], row["count"]
-        )
-    unknown = set(summary.rejected) - set(ARTICLE_REJECT_REASONS)
-    if unknown:
-        raise RuntimeError(f"reasons outside ARTICLE_REJECT_REASONS: {sorted(unknown)}")
-    stats = kept.agg(
-        sf.count("published_at").alias("dated"),
-        sf.count("near_duplicate_of").alias("near"),
-    ).first()
-    summary.metrics["WARC files"] = n_files
-    summary.metrics["articles dated"] = stats["dated"]
-    summary.metrics["articles undated"] = summary.rows_written - stats["dated"]
-    if config.near_duplicates is not None:
-        summary.metrics["articles marked near-duplicate"] = stats["near"]
-    for row in kept.groupBy("date_source").count().collect():
-        summary.metrics[f"date source {row['date_source'] or 'none'}"] = row["count"]
-    summary.notes.append("rows read = WARC records seen + files that could not be read")
 
 
 # ---------------------------------------------------------------- command line

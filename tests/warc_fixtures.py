@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import gzip
 import uuid
+from pathlib import Path
+
+from warcio.archiveiterator import ArchiveIterator
 
 
 def record(
@@ -30,3 +33,14 @@ def record(
     ).encode()
     raw = head + block + b"\r\n\r\n"
     return gzip.compress(raw, mtime=0) if compress else raw
+
+
+def copy_records(path: Path, indices: list[int]) -> bytes:
+    """The raw bytes of some records of a real WARC file (in the order given), for splitting it
+    into several files: with one gzip member per record, each slice is a valid WARC on its own."""
+    data = path.read_bytes()
+    with path.open("rb") as f:
+        records = ArchiveIterator(f)
+        starts = [records.offset for _ in records]
+    ends = [*starts[1:], len(data)]
+    return b"".join(data[starts[i] : ends[i]] for i in indices)

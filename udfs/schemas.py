@@ -64,13 +64,14 @@ ARTICLES = TableSpec(
     ),
 )
 
+# Partitioned by input file (``shard``), so that a run replaces exactly the rejects of its own files.
 ARTICLES_REJECTED = TableSpec(
     name="articles_rejected",
     path="corpus/articles_rejected",
-    partition_cols=("reason",),
+    partition_cols=("shard",),
     schema=pa.schema(
         [
-            pa.field("warc_file", pa.string()),
+            pa.field("warc_file", pa.string(), nullable=False),  # URI of the input file
             pa.field("warc_record_id", pa.string()),
             pa.field("record_offset", pa.int64()),
             pa.field("url", pa.string()),
@@ -78,28 +79,29 @@ ARTICLES_REJECTED = TableSpec(
             pa.field("crawled_at", UTC_TS),
             pa.field("detail", pa.string()),  # human-readable cause (exception text, status, MIME, …)
             pa.field("duplicate_of", pa.string()),  # article_id kept instead, for duplicates
-            pa.field("reason", pa.string(), nullable=False),  # partition
+            pa.field("reason", pa.string(), nullable=False),  # one of ARTICLE_REJECT_REASONS
+            pa.field("shard", pa.string(), nullable=False),  # partition: hash of the file URI
         ]
     ),
 )
 
 # The fixed set of ``articles_rejected.reason`` values: reason → (stage that decides it, meaning).
 ARTICLE_REJECT_REASONS: dict[str, tuple[str, str]] = {
-    "unreadable_file": ("scan", "file cannot be opened or read, is empty, or is no WARC (one row per file)"),
+    "unreadable_file": ("scan", "file cannot be opened or read, is empty, or no WARC / JSON Lines (one row)"),
     "corrupt_record": ("scan", "record truncated, or stream corrupt here (skipped to the next good record)"),
     "not_response": ("filter", "WARC-Type is not response (warcinfo, request, metadata, resource, …)"),
-    "bad_url": ("filter", "target URI is not an http(s) URL with a host (dns:, metadata:, …)"),
+    "bad_url": ("filter", "target URI or JSON url is not an http(s) URL with a host (dns:, metadata:, …)"),
     "http_status": ("filter", "HTTP status is not 200, or the record has no HTTP response header"),
     "not_html": ("filter", "Content-Type is neither text/html nor application/xhtml+xml"),
     "host": ("filter", "host outside the allow-list, or inside the deny-list"),
     "warc_date": ("filter", "WARC-Date outside the --since/--until range, or missing while a range is set"),
-    "empty": ("extract", "empty payload or document, or the extractor found no main text"),
-    "parse_error": ("extract", "the payload cannot be decoded or parsed as HTML"),
+    "empty": ("extract", "empty payload or document, or no main text (extractor result, JSON text field)"),
+    "parse_error": ("extract", "payload cannot be decoded or parsed as HTML, or a line as a JSON object"),
     "extractor_error": ("extract", "the extractor raised an exception on this page"),
     "too_short": ("extract", "main text shorter than --min-chars"),
     "language": ("extract", "detected language not in --languages"),
-    "duplicate_url": ("dedup", "canonical URL of an earlier-crawled article (duplicate_of names it)"),
-    "duplicate_text": ("dedup", "text hash of an earlier-crawled article (duplicate_of names it)"),
+    "duplicate_url": ("dedup", "canonical URL of an article kept before (duplicate_of names it)"),
+    "duplicate_text": ("dedup", "text hash of an article kept before (duplicate_of names it)"),
 }
 
 SECTION = pa.struct(
