@@ -110,7 +110,7 @@ def list_files(uri: str, suffix: str = "") -> list[str]:
 
 def read_bytes(uri: str) -> bytes:
     fs, path = filesystem(uri)
-    with fs.open_input_stream(path) as f:
+    with fs.open_input_stream(path, compression=None) as f:  # bytes as stored, even for *.gz
         return f.read()
 
 
@@ -120,11 +120,11 @@ def write_bytes(uri: str, data: bytes) -> None:
     fs.create_dir(posixpath.dirname(path), recursive=True)
     if isinstance(fs, pafs.LocalFileSystem):
         tmp = f"{path}.tmp-{uuid.uuid4().hex}"
-        with fs.open_output_stream(tmp) as f:
+        with fs.open_output_stream(tmp, compression=None) as f:
             f.write(data)
         fs.move(tmp, path)
     else:
-        with fs.open_output_stream(path) as f:
+        with fs.open_output_stream(path, compression=None) as f:  # never gzip *.gz a second time
             f.write(data)
 
 
@@ -236,7 +236,7 @@ def upload_tree(local_dir: str, uri: str, replace_subdirs: Iterable[str] | None 
             continue
         target = posixpath.join(dest_path, rel)
         dest_fs.create_dir(posixpath.dirname(target), recursive=True)
-        with file.open("rb") as src, dest_fs.open_output_stream(target) as dst:
+        with file.open("rb") as src, dest_fs.open_output_stream(target, compression=None) as dst:
             while chunk := src.read(1 << 22):
                 dst.write(chunk)
         copied += 1

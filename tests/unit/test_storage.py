@@ -57,3 +57,14 @@ def test_s3_round_trip_keeps_partitions(s3_root):
     assert sorted(back.column("published_date").to_pylist(), key=str) == [dt.date(2022, 9, 15), None]
     storage.mark_done(uri, {"rows": 2})
     assert storage.is_done(uri) and storage.read_marker(uri)["rows"] == 2
+
+
+@pytest.mark.s3
+def test_gz_files_round_trip_as_stored_bytes(tmp_path, s3_root):
+    import gzip
+
+    data = gzip.compress(b"line one\nline two\n")
+    for root in (str(tmp_path), s3_root):
+        uri = storage.join(root, "raw", "x.jsonl.gz")
+        storage.write_bytes(uri, data)
+        assert storage.read_bytes(uri) == data  # neither gzipped twice nor silently decompressed
