@@ -79,15 +79,20 @@ class Prompt:
         if missing:
             raise PromptError(f"prompt {self.id} v{self.version}: missing variables {missing}")
         try:
-            user = _ENV.from_string(self.user_template).render(**variables).strip()
+            user = _template(self.user_template).render(**variables).strip()
             system = (
-                _ENV.from_string(self.system_template).render(**variables).strip()
-                if self.system_template
-                else None
+                _template(self.system_template).render(**variables).strip() if self.system_template else None
             )
         except jinja2.UndefinedError as exc:
             raise PromptError(f"prompt {self.id} v{self.version}: {exc}") from exc
         return Rendered(self.id, self.version, system, user, self.answer_prefix)
+
+
+@functools.lru_cache(maxsize=512)
+def _template(source: str) -> jinja2.Template:
+    """A compiled template, compiled once per source: compiling costs far more than rendering,
+    and a stage renders its prompt once per request."""
+    return _ENV.from_string(source)
 
 
 def _template_variables(source: str) -> set[str]:
