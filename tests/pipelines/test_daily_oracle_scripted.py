@@ -1,0 +1,286 @@
+"""Daily Oracle end to end on the real sample corpus with the scripted backend.
+
+The script answers every step in the expected format, with a few planted faults (an article
+without a new event, a TF answer in the wrong slot, a question without a time element, a
+distractor equal to its answer, a filter total of 12), so the structural checks run on
+non-empty outputs and every rejection path leaves a row with its reason. The run is incremental:
+one day first, the same day again (no LLM request), then a range that adds two days."""
+
+import datetime as dt
+import re
+import shutil
+
+import pyarrow as pa
+import pytest
+
+import pipelines.llm.backends as backends
+from pipelines.daily_oracle import Config, run
+from pipelines.daily_oracle.pipeline import day_uri, read_table, select_articles
+from pipelines.llm.config import LLMConfig
+from udfs import storage
+from udfs.daily_oracle.parsing import CATEGORIES, FILTER_HEADINGS
+from udfs.daily_oracle.questions import LETTERS, time_element
+from udfs.daily_oracle.selection import TemporalLeakError
+from udfs.eval_items import EVAL_ITEM_SCHEMA, validate_item
+from udfs.schemas import ARTICLES
+
+pytestmark = [pytest.mark.ray, pytest.mark.spark]
+
+D15, D16, D18 = dt.date(2022, 9, 15), dt.date(2022, 9, 16), dt.date(2022, 9, 18)
+PUBLISHERS = ("npr.org", "chicago.suntimes.com", "abc7.com")  # the sample's English hosts
+
+
+# ------------------------------------------------------------------ the script
+def _first_sentence(text: str) -> str:
+    return re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0][:160]
+
+
+def summary(v):
+    if "Queen" in v["article"][:400]:
+        return " A look back at the late Queen's long reign.\nKeypoint: No new event reported."
+    return f" {v['article'][:200]}\n\nKeypoint: {_first_sentence(v['article'])}"
+
+
+def qa(v):
+    month, topic = v["month_year"], " ".join(v["keypoint"].split()[:5])
+    second = "Yes." if "refinery" in v["article"].lower() else "No."  # Indiana refinery: wrong TF answer
+    horizon = "in the coming weeks" if "Pritzker" in v["article"] else f"by {month}"
+    return (
+        f' "Will officials confirm that {topic} by {month}?"\nAnswer 1: Yes.\n'
+        f"Question 2: Will officials deny that {topic} in {month}?\nAnswer 2: {second}\n"
+        f"Question 3: Who will speak publicly about {topic} in {month}?\nAnswer 3: 'The mayor'\n"
+        f"Question 4: How many people will be affected by {topic} {horizon}?\nAnswer 4: Twelve."
+    )
+
+
+def distractors(v):
+    count = "Twelve" if "Puerto Rico" in v["article"] else "Three"  # equals the answer once
+    return (
+        "\n(b) 'The governor'\n(c) 'A federal judge'\n(d) 'The police chief'\n"
+        f"Noising Answers 2:\n(b) {count}.\n(c) Five.\n(d) Twenty."
+    )
+
+
+def judge(v):
+    blocks = []
+    for k in range(1, 5):
+        points = [2] * 7
+        if k == 2:
+            points[5] = 1  # 13: kept
+        if k == 3 and "migrants" in v["article"]:
+            points[1] = points[2] = 1  # 12: rejected
+        lines = [] if k == 1 else [f"*Question {k}*"]
+        for heading, point in zip(FILTER_HEADINGS, points, strict=True):
+            lines += [f"## {heading}", "- Reasoning: meets the criterion.", f"- Point: {point}"]
+        blocks.append("\n".join(lines))
+    return "\n" + "\n".join(blocks)
+
+
+def category(v):
+    return "Politics & Governance" if "officials" in v["question"] else {"Sports": 0.2, "Other": 0.8}
+
+
+SCRIPT = {
+    "daily_oracle.summary": summary,
+    "daily_oracle.qa": qa,
+    "daily_oracle.distractors": distractors,
+    "daily_oracle.filter": judge,
+    "daily_oracle.category": category,
+}
+
+
+def config(root: str, *days: dt.date, **kw) -> Config:
+    llm = LLMConfig(backend="scripted", script=SCRIPT)
+    return Config(root=root, dates=days, publishers=PUBLISHERS, llm=llm, **kw)
+
+
+def _files(root: str, day: dt.date) -> dict[str, bytes]:
+    found = {}
+    for table in ("selection", "tf_questions", "mc_questions", "rejected"):
+        for f in storage.list_files(storage.join(root, "benchmarks", "daily_oracle", table, f"date={day}")):
+            found[f] = storage.read_bytes(f)
+    return found
+
+
+@pytest.fixture(scope="module")
+def built(corpus_root, ray_local, tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("daily_oracle") / "root")
+    shutil.copytree(corpus_root, root)
+    first = run(config(root, D15))
+    files15 = _files(root, D15)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            backends, "apply_backend", lambda *a, **k: pytest.fail("a built day reached the engine")
+        )
+        again = run(config(root, D15))
+    later = run(config(root, D15, D16, D18))
+    return {"root": root, "first": first, "again": again, "later": later, "files15": files15}
+
+
+def _stage(result, name):
+    return next(s for s in result.summaries if s.name == f"daily_oracle/{name}")
+
+
+# ------------------------------------------------------------------ incremental runs
+def test_first_day_is_built(built):
+    first = built["first"]
+    assert first.days_built == [D15] and first.days_skipped == []
+    assert first.tables["tf_questions"].num_rows > 0 and first.tables["mc_questions"].num_rows > 0
+    assert first.requests_computed > 0
+    assert storage.is_done(day_uri(built["root"], D15))
+    names = [s.name.split("/")[1] for s in first.summaries]
+    assert names == [
+        "prefilter",
+        "select",
+        "summary",
+        "qa",
+        "distractors",
+        "filter",
+        "category",
+        "articles",
+        "questions",
+    ]
+    assert all(s.reconciles for s in first.summaries)
+
+
+def test_rerun_of_a_built_day_sends_no_request(built):
+    again = built["again"]
+    assert again.days_built == [] and again.days_skipped == [D15]
+    assert again.requests_computed == 0 and again.summaries == []
+
+
+def test_adding_days_builds_only_those_days(built):
+    later, root = built["later"], built["root"]
+    assert later.days_built == [D16, D18] and later.days_skipped == [D15]
+    assert _files(root, D15) == built["files15"]  # day 15 untouched, byte for byte
+    for table in later.tables.values():
+        assert set(table.column("date").to_pylist()) <= {D16, D18}
+    # only day 18 reaches the model (day 16 has no English article of the allowed hosts)
+    assert _stage(later, "summary").metrics["requests_computed"] == _stage(later, "select").rows_written == 5
+    assert storage.is_done(day_uri(root, D16))
+
+
+# ------------------------------------------------------------------ outputs
+@pytest.fixture(scope="module")
+def outputs(built):
+    root = built["root"]
+    return {
+        name: read_table(root, name) for name in ("selection", "tf_questions", "mc_questions", "rejected")
+    }
+
+
+def test_kept_questions_hold_the_structural_checks(outputs):
+    tf, mc = outputs["tf_questions"].to_pylist(), outputs["mc_questions"].to_pylist()
+    assert len(tf) >= 10 and len(mc) >= 6  # non-empty before anything else
+    ids = [r["question_id"] for r in tf + mc]
+    assert len(set(ids)) == len(ids)
+    for r in tf + mc:
+        assert "?" in r["question"] and not r["question"].startswith(('"', "'"))
+        element = time_element(r["question"])
+        assert element is not None and element.phrase == r["time_element"] and element.end >= r["date"]
+        assert r["date"] == r["published_at"].date()  # resolution date = publication date (UTC)
+        assert len(r["filter_scores"]) == 7 and sum(r["filter_scores"]) == r["filter_total"] >= 13
+        assert r["category"] in CATEGORIES and r["article_id"] and r["url"] and r["keypoint"]
+    assert {(r["question_index"], r["answer"]) for r in tf} == {(1, "Yes"), (2, "No")}
+    for r in mc:
+        choices = [r[f"choice_{x}"] for x in LETTERS]
+        assert len(set(choices)) == 4 and r["question_index"] in (3, 4)
+        assert choices[LETTERS.index(r["answer"])] == r["answer_text"]
+        assert r["mc_stem"] in ("who", "how many")
+    assert {r["category"] for r in tf + mc} == {"Politics & Governance", "Other"}
+
+
+def test_source_articles_match_the_corpus(outputs, corpus_root):
+    corpus = {r["article_id"]: r for r in ARTICLES.read(corpus_root).to_pylist()}
+    for r in outputs["tf_questions"].to_pylist() + outputs["mc_questions"].to_pylist():
+        source = corpus[r["article_id"]]
+        assert (source["url"], source["published_date"]) == (r["url"], r["date"])
+
+
+def test_every_rejection_has_a_reason_and_counts_reconcile(built, outputs):
+    rejected = outputs["rejected"].to_pylist()
+    assert all(r["reason"] and r["stage"] and r["article_id"] for r in rejected)
+    reasons = {r["reason"] for r in rejected}
+    assert reasons == {
+        "no_new_event",
+        "tf_answer_mismatch",
+        "no_time_element",
+        "distractor_equals_answer",
+        "filter_total_below_13",
+    }
+    assert all(r["raw_text"] for r in rejected)
+    for day in (D15, D16, D18):
+        counts = storage.read_marker(day_uri(built["root"], day))
+        assert counts["prefilter"]["articles"] == counts["prefilter"]["eligible"] + sum(
+            counts["prefilter"]["dropped_by_reason"].values()
+        )
+        assert counts["questions_generated"] == 4 * (counts["selected"] - counts["rejected_articles"])
+        assert counts["questions_generated"] == counts["tf"] + counts["mc"] + counts["rejected_questions"]
+        kept = sum(
+            outputs[t].filter(pa.compute.equal(outputs[t]["date"], day)).num_rows
+            for t in ("tf_questions", "mc_questions")
+        )
+        assert kept == counts["tf"] + counts["mc"]
+    for result in (built["first"], built["later"]):
+        assert all(s.reconciles for s in result.summaries)
+
+
+def test_eval_items(built, outputs):
+    items = storage.read_table(
+        storage.join(built["root"], "benchmarks", "daily_oracle", "eval_items"), EVAL_ITEM_SCHEMA, ("split",)
+    ).to_pylist()
+    tf, mc = outputs["tf_questions"], outputs["mc_questions"]
+    assert len(items) == tf.num_rows + mc.num_rows > 0
+    by_id = {r["question_id"]: r for r in tf.to_pylist() + mc.to_pylist()}
+    for item in items:
+        validate_item(item)
+        row = by_id[item["item_id"]]
+        resolve = dt.datetime.combine(row["date"], dt.time(), dt.UTC)
+        assert item["t_resolve"] == resolve and item["t_cut"] == resolve - dt.timedelta(days=1)
+        assert item["t_cut"] < row["published_at"]  # the source article lies after the cutoff
+        assert item["gold_article_ids"] == [row["article_id"]]
+        gold = item["choices"][item["gold_index"]]
+        assert gold == (row["answer"] if item["type"] == "yesno" else row["answer_text"])
+
+
+def test_dataset_card(built, outputs):
+    card = storage.read_json(storage.join(built["root"], "benchmarks", "daily_oracle", "dataset_card.json"))
+    counts = card["counts"]
+    assert sorted(counts["per_day"]) == ["2022-09-15", "2022-09-16", "2022-09-18"]
+    assert counts["tf_questions"] == outputs["tf_questions"].num_rows
+    assert (
+        sum(c["tf"] + c["mc"] for c in counts["per_category"].values())
+        == counts["tf_questions"] + counts["mc_questions"]
+    )
+    assert card["llm_cost"]["total"]["requests_computed"] > 0
+    assert set(card["prompt_versions"]) == {"summary", "qa", "distractors", "filter", "category"}
+
+
+def test_selection_is_identical_across_runs(built, outputs):
+    cfg = config(built["root"], D15, D18)
+    first, _, _ = select_articles(cfg, [D15, D18])
+    second, _, _ = select_articles(cfg, [D15, D18])
+    assert [(a.id, a.pick) for a in first] == [(a.id, a.pick) for a in second]
+    stored = sorted(
+        (r["article_id"], r["selection"], r["draw_seed"]) for r in outputs["selection"].to_pylist()
+    )
+    assert stored == sorted((a.id, a.pick.selection, a.pick.draw_seed) for a in first)
+    other, _, _ = select_articles(config(built["root"], D15, D18, n_random=1, n_hot=1, seed=1), [D15, D18])
+    assert len(other) == 4
+
+
+def test_a_late_article_in_a_day_is_refused(root_with_corpus):
+    """A row filed under 2022-09-18 but published the next day must stop the build."""
+    day_dir = ARTICLES.uri(root_with_corpus) + "/published_date=2022-09-18"
+    (existing,) = [f for f in storage.list_files(day_dir, ".parquet")][:1]
+    row = storage.read_table(existing).slice(0, 1).to_pylist()[0]
+    row.update(
+        article_id="late",
+        canonical_url="https://npr.org/late",
+        text_hash="late",
+        published_at=dt.datetime(2022, 9, 19, 1, tzinfo=dt.UTC),
+    )
+    storage.write_table(pa.Table.from_pylist([row], schema=ARTICLES.file_schema), day_dir + "/late.parquet")
+    with pytest.raises(TemporalLeakError, match="late"):
+        run(config(root_with_corpus, D18))
+    assert not storage.is_done(day_uri(root_with_corpus, D18))

@@ -1,0 +1,348 @@
+"""The PROPHET builder end to end with the scripted backend on a small synthetic corpus whose
+dates are chosen to exercise every rule: two cutoffs, articles on and after D, an undated
+article, a near-duplicate, rating-1 and below-top-N drops, a capped window, and verbalized
+retries. A deterministic stand-in (a function of which articles happened, the focal article
+and x, read back from the prompt variables) answers the CIL terms, so the stored CIL must equal
+direct evaluation of the formula to 1e-12; request counts must equal the §6 formulas."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import itertools
+import json
+import math
+import re
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import pipelines.llm.backends as backends
+import pipelines.prophet.build as build
+from pipelines.llm.config import LLMConfig
+from pipelines.prophet.build import Config, run
+from udfs import storage
+from udfs.eval_items import EVAL_ITEM_SCHEMA
+from udfs.ids import stable_id
+from udfs.prophet.plan import cost_formulas
+from udfs.retrieval import Hit, LeakageError
+from udfs.schemas import ARTICLES
+
+pytestmark = [pytest.mark.ray]
+
+UTC = dt.UTC
+D1, D2 = dt.date(2024, 7, 28), dt.date(2024, 7, 10)
+MIDNIGHT = dt.time(0, tzinfo=UTC)
+TOPIC = "Harbor workers at the port of Port Elm went on strike over wages; shipping was delayed."
+
+
+def at(day: dt.date, days_before: float) -> dt.datetime:
+    return dt.datetime.combine(day, MIDNIGHT) - dt.timedelta(days=days_before)
+
+
+ARTICLE_DATES = {  # relative to D1 = 2024-07-28
+    "A1": at(D1, 2),
+    "A2": at(D1, 5),
+    "A3": at(D1, 12),
+    "A4": at(D1, 25),
+    "A5": at(D1, 27),
+    "A6": at(D1, 33),
+    "A7": at(D1, 36),
+    "A8": at(D1, 55),
+    "LATE0": at(D1, 0),  # exactly D1: never eligible for the D1 question
+    "LATE1": at(D1, -3),
+    "UNDATED": None,
+    "DUP": at(D1, 2),
+}
+
+
+def write_corpus(root: str) -> None:
+    rows = []
+    for name, published in ARTICLE_DATES.items():
+        text = f"{TOPIC} Dockers and union leaders met officials. Item {name.lower()} of the strike coverage."
+        rows.append(
+            {
+                "article_id": f"id-{name}",
+                "url": f"https://news.example/{name}",
+                "canonical_url": f"https://news.example/{name}",
+                "host": "news.example",
+                "title": f"Report {name}",
+                "text": text,
+                "published_at": published,
+                "date_source": "meta" if published else None,
+                "crawled_at": dt.datetime(2024, 8, 5, tzinfo=UTC),
+                "language": "en",
+                "n_chars": len(text),
+                "text_hash": stable_id(text),
+                "near_duplicate_of": "id-A1" if name == "DUP" else None,
+                "warc_file": None,
+                "warc_record_id": None,
+                "extractor": "synthetic",
+                "published_date": published.date() if published else None,
+            }
+        )
+    table = pa.Table.from_pylist(rows, schema=ARTICLES.schema)
+    storage.write_dataset(table, ARTICLES.uri(root), ARTICLES.partition_cols, replace="all")
+
+
+def write_questions(path: Path) -> str:
+    questions = [
+        {
+            "id": "strike-ends",
+            "question": "Will the Port Elm harbor strike end before 2024-07-28?",
+            "background": "Harbor workers at Port Elm have been on strike over wages.",
+            "resolution_criteria": "Resolves Yes if the union announces the end of the strike.",
+            "resolution_date": D1.isoformat(),
+            "answer": 1,
+        },
+        {
+            "id": "strike-spreads",
+            "question": "Will the Port Elm strike spread to other ports before 2024-07-10?",
+            "background": None,
+            "resolution_date": D2.isoformat(),
+            "answer": 0,
+        },
+    ]
+    path.write_text("\n".join(json.dumps(q) for q in questions) + "\n", encoding="utf-8")
+    return str(path)
+
+
+# ------------------------------------------------------------------------------ the stand-in
+def unit(*parts: object) -> float:
+    return int(hashlib.sha256(repr(parts).encode()).hexdigest()[:13], 16) / 16**13
+
+
+def ident(text: str) -> str:
+    return re.search(r"Report (\w+)", text).group(1)
+
+
+def statuses(v: dict) -> dict[str, int]:
+    if "scenario" in v:
+        return {ident(a["text"]): int(s["happened"]) for a, s in zip(v["window"], v["scenario"], strict=True)}
+    return {ident(a["text"]): 1 for a in v["happened"]} | {ident(a["text"]): 0 for a in v["not_happened"]}
+
+
+def joint_p(v: dict) -> float:
+    return unit("joint", sorted(statuses(v).items()))
+
+
+def conditional_p(v: dict) -> float:
+    return unit("cond", ident(v["focal"]["text"]), bool(v["focal_happened"]), sorted(statuses(v).items()))
+
+
+def rating_of(v: dict) -> int:
+    name = ident(v["article"])
+    return 1 if name == "A8" else 2 + int(unit("rating", name) * 5)
+
+
+QUERIES = 'Port Elm strike", "harbor workers wages'
+
+
+def scripted(failures_dir: Path | None = None) -> LLMConfig:
+    """Well-formed answers for every prompt; with ``failures_dir``, each distinct verbalized
+    conditional prompt is malformed the first time it is seen (a marker file remembers it)."""
+
+    def once_malformed(v: dict) -> str:
+        good = f"Weighing the reasons. *{conditional_p(v):.17f}*"
+        if failures_dir is None:
+            return good
+        marker = failures_dir / hashlib.sha256(json.dumps(v, sort_keys=True).encode()).hexdigest()
+        if marker.exists():
+            return good
+        marker.write_text("seen")
+        return "I cannot give a number."
+
+    return LLMConfig(
+        backend="scripted",
+        script={
+            "prophet.query_entities": lambda v: QUERIES,
+            "prophet.query_steps": lambda v: "entity 1",  # a copied placeholder: rejected, then retried
+            "prophet.query_similar": lambda v: 'dock strike", "port shutdown"]',
+            "prophet.relevance": lambda v: f"Thoughts: about the strike.\nRating: {rating_of(v)}",
+            "prophet.relevance_score": lambda v: {str(rating_of(v)): 1.0},
+            "prophet.joint_yesno": lambda v: {"Yes": joint_p(v), "No": 1 - joint_p(v)},
+            "prophet.conditional_yesno": lambda v: {"Yes": conditional_p(v), "No": 1 - conditional_p(v)},
+            "prophet.joint_grouped": lambda v: f"Plausible. *{joint_p(v):.17f}*",
+            "prophet.conditional_grouped": once_malformed,
+        },
+    )
+
+
+def direct_cil(evidence: list[dict], answer: int, d: dt.date, w: int, k_max: int) -> dict[str, float]:
+    """CIL from the definitions over a question's evidence rows (ids as the stand-in sees them)."""
+    limit = dt.datetime.combine(d, MIDNIGHT)
+    g = {e["article_id"]: (limit - e["published_at"]) // dt.timedelta(days=10) for e in evidence}
+    name = {e["article_id"]: e["article_id"].removeprefix("id-") for e in evidence}
+    out = {}
+    for i in evidence:
+        window = [j for j in evidence if 1 <= g[j["article_id"]] - g[i["article_id"]] <= w]
+        window = sorted(window, key=lambda j: (-j["rating"], -j["published_at"].timestamp(), j["article_id"]))
+        window = window[:k_max]
+        values = list(itertools.product((0, 1), repeat=len(window)))
+        assign = [{name[j["article_id"]]: v for j, v in zip(window, a, strict=True)} for a in values]
+        q = [unit("joint", sorted(s.items())) for s in assign]
+        pi = [x / sum(q) for x in q]
+        do = {}
+        for x in (True, False):
+            c = [unit("cond", name[i["article_id"]], x, sorted(s.items())) for s in assign]
+            do[x] = sum(p * (cc if answer == 1 else 1 - cc) for p, cc in zip(pi, c, strict=True))
+        out[i["article_id"]] = do[True] - do[False]
+    return out
+
+
+def config(root: str, questions: str, llm: LLMConfig, **changes) -> Config:
+    base = {
+        "root": root,
+        "questions": questions,
+        "llm": llm,
+        "top_n": 5,
+        "k_max": 2,
+        "k": 2,
+        "search_depth": 20,
+    }
+    return Config(**(base | changes))
+
+
+def check_outputs(result, root: str, answers: dict[str, int], dates: dict[str, dt.date]) -> None:
+    t = result.tables
+    evidence = t["evidence"].to_pylist()
+    assert evidence, "no evidence: the structural checks below would be vacuous"
+    for e in evidence:
+        assert e["published_at"] < dt.datetime.combine(dates[e["question_id"]], MIDNIGHT)
+    assert "id-LATE0" not in {e["article_id"] for e in evidence}
+    dropped = t["dropped"].to_pylist()
+    reasons = {(d["stage"], d["reason"]) for d in dropped}
+    assert {("corpus", "no_usable_date"), ("corpus", "near_duplicate"), ("selection", "rating_1")} <= reasons
+    assert ("selection", "below_top_n") in reasons
+    assert all(s.reconciles for s in result.summaries)
+    cil = t["cil"].to_pylist()
+    assert len(cil) == len(evidence) and all(r["status"] == "ok" for r in cil)
+    assert any(r["truncated"] for r in cil) and any(r["k"] == 2 for r in cil)
+    by_question = {}
+    for e in evidence:
+        by_question.setdefault(e["question_id"], []).append(e)
+    questions = {q["question_id"]: q for q in t["questions"].to_pylist()}
+    for qid, rows in by_question.items():
+        expected = direct_cil(rows, answers[qid], dates[qid], 3, 2)
+        got = {r["article_id"]: r["cil"] for r in cil if r["question_id"] == qid}
+        assert got.keys() == expected.keys()
+        assert max(abs(got[a] - expected[a]) for a in got) <= 1e-12
+        direct_split = "L1" if sum(v > 0 for v in expected.values()) >= 2 else "L2"
+        assert questions[qid]["split"] == direct_split
+    for row in t["joint_tables"].to_pylist():
+        assert row["pi"] is not None and 0 <= row["pi"] <= 1
+    pis = {}
+    for row in t["joint_tables"].to_pylist():
+        pis.setdefault((row["question_id"], row["bin"]), []).append(row["pi"])
+    assert pis and all(math.isclose(sum(v), 1.0) for v in pis.values())
+    items = t["eval_items"]
+    assert items.schema == EVAL_ITEM_SCHEMA and items.num_rows == len(questions)
+    for item in items.to_pylist():
+        assert item["t_cut"] == dt.datetime.combine(dates[item["item_id"]], MIDNIGHT)
+        assert item["split"] == questions[item["item_id"]]["split"]
+    card = storage.read_json(storage.join(root, "benchmarks", "prophet", "dataset_card.json"))
+    assert card["counts"]["questions"] == 2 and card["prompt_versions"]
+    back = storage.read_table(storage.join(root, "benchmarks", "prophet", "questions"))
+    assert sorted(back.column("question_id").to_pylist()) == sorted(questions)
+
+
+ANSWERS = {"strike-ends": 1, "strike-spreads": 0}
+DATES = {"strike-ends": D1, "strike-spreads": D2}
+
+
+@pytest.fixture(scope="module")
+def built(ray_local, tmp_path_factory):
+    """One logprob build on a fresh root (the other tests start from copies of it)."""
+    base = tmp_path_factory.mktemp("prophet")
+    root = str(base / "root")
+    write_corpus(root)
+    questions = write_questions(base / "questions.jsonl")
+    return root, questions, run(config(root, questions, scripted(), estimator="logprob", rating="score"))
+
+
+def copy_of(root: str, tmp_path: Path) -> str:
+    shutil.copytree(root, tmp_path / "copy")
+    return str(tmp_path / "copy")
+
+
+def test_logprob_build_matches_direct_evaluation_and_the_formulas(built):
+    root, _, result = built
+    check_outputs(result, root, ANSWERS, DATES)
+    queries = result.tables["queries"].to_pylist()
+    assert {q["query_type"] for q in queries} == {"entities", "similar"}  # placeholders never searched
+    dropped = result.tables["dropped"].to_pylist()
+    assert {d["stage"] for d in dropped if d["reason"] == "query_parse_failure"} == {
+        "query_steps",
+        "query_steps_retry1",
+    }
+
+
+def test_plan_after_the_build_is_exact_and_a_rerun_is_free(built, tmp_path, monkeypatch):
+    root, questions, result = built
+    root = copy_of(root, tmp_path)
+    monkeypatch.setattr(backends, "apply_backend", lambda *a, **k: pytest.fail("no engine call expected"))
+    plan = run(config(root, questions, scripted(), estimator="logprob", rating="score", plan=True)).plan
+    evidence = result.tables["evidence"].to_pylist()
+    for row in plan:
+        assert row["exact"] and row["queries"] == 3
+        bins = {}
+        for e in evidence:
+            if e["question_id"] == row["question_id"]:
+                bins[e["bin"]] = bins.get(e["bin"], 0) + 1
+        f = cost_formulas(bins, 3, 2, 1)
+        assert (row["conditional"], row["joint"]) == (f.conditionals, f.joint_shared)
+        assert row["conditional"] == row["formula_conditional"] > 0
+    rerun = run(config(root, questions, scripted(), estimator="logprob", rating="score"))
+    assert all(s.metrics.get("requests_computed", 0) == 0 for s in rerun.summaries)
+    assert rerun.tables["cil"].to_pylist() == result.tables["cil"].to_pylist()
+
+
+def test_verbalized_paper_layout_retries_failed_parses(built, tmp_path):
+    root, questions, _ = built
+    root = copy_of(root, tmp_path)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    result = run(config(root, questions, scripted(marks), estimator="verbalized", layout="grouped"))
+    check_outputs(result, root, ANSWERS, DATES)
+    names = {s.name: s for s in result.summaries}
+    first, retry = names["prophet/conditional"], names["prophet/conditional_retry1"]
+    assert first.rows_read == 2 * retry.rows_read  # r = 2 samples; the first of each pair failed
+    assert first.rows_rejected == retry.rows_read and retry.rows_rejected == 0
+    assert "prophet/conditional_retry2" not in names
+    failures = [d for d in result.tables["dropped"].to_pylist() if d["reason"] == "conditional_term_failure"]
+    assert len(failures) == retry.rows_read and all(d["article_id"] for d in failures)
+    assert {r["repeats"] for r in result.tables["cil"].to_pylist()} == {2}
+
+
+def test_plan_before_anything_ran_bounds_the_unknown(tmp_path, monkeypatch):
+    root = str(tmp_path / "root")
+    write_corpus(root)
+    questions = write_questions(tmp_path / "questions.jsonl")
+    monkeypatch.setattr(
+        backends, "apply_backend", lambda *a, **k: pytest.fail("plan must not run the engine")
+    )
+    result = run(config(root, questions, scripted(), estimator="logprob", plan=True))
+    assert [r["queries"] for r in result.plan] == [3, 3]
+    assert all(r["relevance"] is None and r["joint"] is None and not r["exact"] for r in result.plan)
+    assert "?" in build.format_plan(result.plan)
+    assert not storage.exists(storage.join(root, "benchmarks"))
+
+
+def test_a_late_row_reaching_the_evidence_fires_the_assertion(built, tmp_path, monkeypatch):
+    root, questions, _ = built
+    root = copy_of(root, tmp_path)
+    real = build._search
+
+    def leaky(index, query, resolution_date, k):
+        late = Hit("id-LATE1", ARTICLE_DATES["LATE1"], 99.0, 0)
+        return [*real(index, query, resolution_date, k), late]
+
+    monkeypatch.setattr(build, "_search", leaky)
+    with pytest.raises(LeakageError, match="at or after their question's D"):
+        run(
+            config(
+                root, questions, scripted(), estimator="logprob", rating="score", evidence_only=True, top_n=50
+            )
+        )

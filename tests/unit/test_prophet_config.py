@@ -1,0 +1,39 @@
+"""The builder's configuration: one question source, estimator-dependent repeats, bad values refused."""
+
+import pytest
+
+from pipelines.prophet.build import Config
+
+
+def test_defaults_follow_the_paper():
+    c = Config(root="r", questions="q.jsonl")
+    assert (c.estimator, c.layout, c.r, c.w, c.k_max, c.top_n, c.tau, c.k) == (
+        "verbalized",
+        "listed",
+        2,
+        3,
+        10,
+        100,
+        0.0,
+        3,
+    )
+    assert Config(root="r", questions="q.jsonl", estimator="logprob").r == 1
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"questions": None},  # no source
+        {"forecastbench": ("a.json", "b.json")},  # two sources
+        {"estimator": "logprob", "repeats": 2},  # logprob is deterministic
+        {"repeats": 0},
+        {"estimator": "sampled"},
+        {"layout": "nested"},
+        {"rating": "vote"},
+        {"k_max": -1},
+        {"top_n": 0},
+    ],
+)
+def test_bad_configurations_are_refused(changes):
+    with pytest.raises(ValueError):
+        Config(**({"root": "r", "questions": "q.jsonl"} | changes))
