@@ -9,8 +9,8 @@ placeholders and one resolution per horizon, so each (question, resolution date)
 its own binary question; market questions resolve once (the earliest resolved row is kept).
 Only rows with ``resolved == true`` and an outcome of exactly 0 or 1 are kept; combined
 questions are skipped. Ids are unique per platform only, so questions and resolutions join on
-(source, id) and a question's id is ``<source>:<id>[@<resolution date>]``. ``freeze_datetime``
-is the information cutoff.
+(source, id). A question's id is ``<id>[@<resolution date>]``, prefixed ``<platform>:`` when the
+same id comes from two platforms in one set. ``freeze_datetime`` is the information cutoff.
 """
 
 from __future__ import annotations
@@ -118,7 +118,20 @@ def forecastbench_questions(
                     "url": _text(q.get("url")),
                 }
             )
-    return pa.Table.from_pylist(rows, schema=QUESTIONS_SCHEMA), skipped
+    return pa.Table.from_pylist(_disambiguate(rows), schema=QUESTIONS_SCHEMA), skipped
+
+
+def _disambiguate(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Prefix with the platform the ids that more than one platform uses, so ids stay unique."""
+    platforms: dict[str, set[str]] = {}
+    for row in rows:
+        platforms.setdefault(row["question_id"], set()).add(row["source"])
+    return [
+        {**row, "question_id": f"{row['source'].removeprefix('forecastbench:')}:{row['question_id']}"}
+        if len(platforms[row["question_id"]]) > 1
+        else row
+        for row in rows
+    ]
 
 
 def records_questions(records: Iterable[dict[str, Any]], default_source: str) -> pa.Table:

@@ -6,6 +6,9 @@
     python -m pipelines.daily_oracle --root s3://bucket/augury --backend vllm --model meta-llama/...
 
 A day already built is skipped (no LLM request); adding a day of news builds just that day.
+A day is left unbuilt (built again by the next run) when one of its requests ended with an engine
+error or the corpus has no article of it. ``--force`` rebuilds the requested days from the cached
+responses; to recompute a stage's answers, delete ``<root>/daily_oracle/<stage>/``.
 """
 
 from __future__ import annotations
@@ -63,7 +66,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--settle-days", type=int, default=3, help="without dates: build days at least N days old"
     )
-    parser.add_argument("--force", action="store_true", help="rebuild requested days (clears the LLM cache)")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="rebuild requested days even if built, reusing cached responses "
+        "(to recompute them, delete <root>/daily_oracle/<stage>/)",
+    )
     add_llm_args(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -11,14 +11,21 @@ over every pending day's rows:
 5. ``category``: one of 11 labels, a choice request (never affects filtering).
 
 Checks that need no model (TF answers, ``?``, "according"/"article", an explicit time element)
-run right after step 2, so the paid steps only see questions that can still be kept; the kept
-set is the same as when they run last, as in the authors' code.
+run right after step 2, so the paid steps only see questions that can still be kept. Running
+the authors' checks (``?``, "according"/"article") early keeps what running them last would; the
+time-element check is our own post-filter, so the kept set is a subset of the authors' code's
+(stricter by the questions without an explicit time element ending on or after D - 1).
+Before writing, every kept question is checked against the benchmark's invariants; a violation
+rejects the question (``invariant_violation``) instead of stopping the run.
 
 Outputs (``benchmarks/daily_oracle/``, partitioned by ``date`` = resolution date = publication
 date): ``selection``, ``tf_questions``, ``mc_questions``, ``rejected`` (every dropped article and
 question with its reason), ``eval_items`` and the dataset card. A day is marked done under
-``daily_oracle/days/date=D/`` and never rebuilt without ``force``; a rerun of built days sends no
-request to the model.
+``daily_oracle/days/date=D/`` once its tables are written, unless one of its requests ended with
+an engine error or the corpus has no article of that day: such a day is built again by the next
+run. A marked day is skipped unless ``force`` asks for it again; a rerun of built days sends no
+request to the model, and ``force`` rebuilds from the cached responses (delete
+``<root>/daily_oracle/<stage>/`` to recompute a stage's answers).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import string
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -93,12 +101,13 @@ class Config:
     article_chars: int | None = None  # cut the article shown to the model (None: whole text)
     exclude_diagonal: bool = False  # coherence mean without the zero diagonal (spec §8.5)
     settle_days: int = 3
-    force: bool = False  # rebuild requested days that are done (clears the stages' response cache)
+    force: bool = False  # rebuild requested days even if done (cached responses are reused)
 
 
 @dataclass
 class Result:
-    """What a run did: days built and skipped, this run's rows, summaries and the card."""
+    """What a run did: days built (and marked done), skipped and left unmarked (with the reason),
+    this run's rows, summaries and the card."""
 
     days_built: list[dt.date]
     days_skipped: list[dt.date]
@@ -106,6 +115,7 @@ class Result:
     summaries: list[RunSummary]
     requests_computed: int
     card: dict[str, Any] | None
+    days_unmarked: dict[dt.date, str] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------ units of work
@@ -137,6 +147,7 @@ class _Question:
     filter_raw: str | None = None
     category: str = OTHER
     category_prob: float | None = None
+    category_fallback: str | None = None  # why the category fell back to Other
     rejection: dict[str, Any] | None = None
 
     @property
@@ -156,22 +167,38 @@ def _reject(stage: str, reason: str, detail: str | None = None, raw: str | None 
     return {"stage": stage, "reason": reason, "detail": detail, "raw_text": raw}
 
 
+def _error_kind(row: dict[str, Any]) -> str:
+    """``engine_error`` or ``parse_error``: why a stage row failed."""
+    return "engine_error" if (row["parse_error"] or "").startswith("engine") else "parse_error"
+
+
 def _failure(stage: str, row: dict[str, Any]) -> dict[str, Any]:
     """The rejection of a unit whose stage row failed (engine error or parse error)."""
-    error = row["parse_error"] or "unknown"
-    kind = "engine_error" if error.startswith("engine") else "parse_error"
-    return _reject(stage, f"{stage}_{kind}", error, row["raw_text"])
+    return _reject(stage, f"{stage}_{_error_kind(row)}", row["parse_error"] or "unknown", row["raw_text"])
+
+
+def _is_engine_error(reason: str) -> bool:
+    return reason.endswith("_engine_error")
 
 
 # ------------------------------------------------------------------ stages
+def _bare(text: str) -> str:
+    """Text without leading whitespace and ``*``, case-folded (to spot a repeated prefix)."""
+    return text.lstrip(string.whitespace + "*").casefold()
+
+
 def _assistant_turn(
     parser: Callable[[str], dict[str, Any]], prompt_id: str
 ) -> Callable[[str], dict[str, Any]]:
-    """Parse the whole assistant turn: the prompt's answer prefix plus the generated text."""
+    """Parse the whole assistant turn: the prompt's answer prefix plus the generated text. When
+    the model repeats the prefix itself (leading whitespace and ``*`` aside), the generated
+    text is parsed alone, so the prefix is not seen twice."""
     prefix = load_prompt(prompt_id).answer_prefix
+    bare_prefix = _bare(prefix)
 
     def parse(text: str) -> dict[str, Any]:
-        return parser(prefix + text)
+        repeated = bool(bare_prefix) and _bare(text).startswith(bare_prefix)
+        return parser(text if repeated else prefix + text)
 
     return parse
 
@@ -246,7 +273,7 @@ def corpus_days(root: str) -> list[dt.date]:
 
 
 def run(config: Config) -> Result:
-    """Build every requested day that is not built yet (all of them with ``force``)."""
+    """Build every requested day that is not marked done yet (all of them with ``force``)."""
     if config.dates:
         days = sorted(set(config.dates))
     else:
@@ -256,10 +283,14 @@ def run(config: Config) -> Result:
     skipped = [d for d in days if d not in pending]
     if skipped:
         log.info("skipping %d built days: %s", len(skipped), ", ".join(map(str, skipped)))
-    runner = StageRunner(config.root, NAME, config.llm, force=config.force)
+    runner = StageRunner(config.root, NAME, config.llm)
     if not pending:
+        card = None
+        if skipped and not _outputs_current(config.root):
+            log.info("eval_items or the dataset card is missing or behind the day markers: rewriting them")
+            card = _write_outputs(config, runner, [], skipped, {})
         print(f"daily_oracle: nothing to build ({len(skipped)} requested days already built)")
-        return Result([], skipped, {}, [], 0, None)
+        return Result([], skipped, {}, [], 0, card)
 
     articles, summaries, prefiltered = select_articles(config, pending)
     llm = stages(config)
@@ -268,17 +299,60 @@ def run(config: Config) -> Result:
     _add_distractors(runner, llm["distractors"], questions, config)
     _score(runner, llm["filter"], questions, config)
     _categorise(runner, llm["category"], [q for q in questions if q.alive])
+    versions = json.dumps(dict(sorted(runner.prompts_used.items())), sort_keys=True)
+    tf, mc = _kept_rows(questions, config, versions)
     summaries += _reconcile(articles, questions)
 
-    tables = _tables(articles, questions, config, runner)
+    tables = _tables(articles, questions, tf, mc)
+    for day in pending:  # a forced day counts as done again only once it is rewritten
+        storage.delete(day_uri(config.root, day))
     _write_days(config.root, pending, tables)
-    for day in pending:
-        storage.mark_done(day_uri(config.root, day), _day_counts(day, articles, questions, prefiltered[day]))
-    card = _write_outputs(config, runner, pending, skipped)
+    unmarked = _mark_days(config.root, pending, articles, questions, prefiltered)
+    built = [d for d in pending if d not in unmarked]
+    summaries.append(_days_summary(pending, unmarked))
+    card = _write_outputs(config, runner, built, skipped, unmarked)
     computed = sum(s.metrics.get("requests_computed", 0) for s in runner.summaries)
     all_summaries = summaries[:2] + runner.summaries + summaries[2:]
     print(combined_table(all_summaries, f"daily_oracle on {config.llm.backend}:{config.llm.model}"))
-    return Result(pending, skipped, tables, all_summaries, computed, card)
+    return Result(built, skipped, tables, all_summaries, computed, card, unmarked)
+
+
+def _mark_days(
+    root: str,
+    days: list[dt.date],
+    articles: list[_Article],
+    questions: list[_Question],
+    prefiltered: dict[dt.date, dict[str, Any]],
+) -> dict[dt.date, str]:
+    """Mark each built day done, except a day without any article in the corpus (ingesting it
+    later builds it) or with an engine error (the next run retries it); returns those days with
+    the reason."""
+    unmarked: dict[dt.date, str] = {}
+    for day in days:
+        counts = _day_counts(day, articles, questions, prefiltered[day])
+        if not prefiltered[day]["articles"]:
+            unmarked[day] = "no_articles"
+            log.warning("%s: no articles; not marked", day)
+        elif counts["engine_errors"]:
+            unmarked[day] = "engine_error"
+            log.warning(
+                "%s: %d units ended with an engine error; tables written, not marked (the next run rebuilds it)",
+                day,
+                counts["engine_errors"],
+            )
+        else:
+            storage.mark_done(day_uri(root, day), counts)
+    return unmarked
+
+
+def _days_summary(days: list[dt.date], unmarked: dict[dt.date, str]) -> RunSummary:
+    """Pending days: marked done, or left unmarked by reason."""
+    summary = RunSummary(name=f"{NAME}/days")
+    summary.rows_read = len(days)
+    summary.rows_written = len(days) - len(unmarked)
+    for reason in unmarked.values():
+        summary.reject(reason)
+    return summary.finish()
 
 
 def select_articles(
@@ -483,14 +557,19 @@ def _score(runner: StageRunner, stage: LLMStage, questions: list[_Question], con
 
 
 def _categorise(runner: StageRunner, stage: LLMStage, kept: list[_Question]) -> None:
-    """The category of each kept question; a failed request falls back to ``Other``."""
+    """The category of each kept question. A failed request, or a distribution with no
+    probability on any label (it would resolve to a uniform tie, i.e. the first label), falls
+    back to ``Other`` with the reason in ``category_fallback``."""
     out = _run_stage(runner, stage, kept, lambda q: {"unit": q.id, "question": q.question})
     for q, row in zip(kept, out, strict=True):
-        if row["parse_ok"]:
+        if row["parse_ok"] and row["option_mass"]:
             q.category = normalise_category(row["raw_text"])
             q.category_prob = max(row["option_probs"])
-        else:
-            log.warning("category of %s falls back to %s: %s", q.id, OTHER, row["parse_error"])
+            continue
+        q.category, q.category_prob = OTHER, None
+        q.category_fallback = _error_kind(row) if not row["parse_ok"] else "no_label_mass"
+        detail = row["parse_error"] if not row["parse_ok"] else "no probability on any label"
+        log.warning("category of %s falls back to %s: %s", q.id, OTHER, detail)
 
 
 def _reconcile(articles: list[_Article], questions: list[_Question]) -> list[RunSummary]:
@@ -509,6 +588,8 @@ def _reconcile(articles: list[_Article], questions: list[_Question]) -> list[Run
             qs.reject(q.rejection["reason"])
         else:
             qs.rows_written += 1
+    fallbacks = Counter(q.category_fallback for q in questions if q.alive and q.category_fallback)
+    qs.metrics.update({f"category_other_{reason}": n for reason, n in sorted(fallbacks.items())})
     for s in (arts, qs):
         s.finish()
         if not s.reconciles:
@@ -517,10 +598,68 @@ def _reconcile(articles: list[_Article], questions: list[_Question]) -> list[Run
 
 
 # ------------------------------------------------------------------ outputs
+def _kept_rows(
+    questions: list[_Question], config: Config, versions: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The TF and MC rows of the live questions. A row that breaks the benchmark's invariants
+    (``questions.output_problems``) rejects its question (``invariant_violation``) instead."""
+    tf, mc = [], []
+    for q in questions:
+        if not q.alive:
+            continue
+        row = _question_row(q, config, versions)
+        problems = output_problems(row, q.is_mc)
+        if problems:
+            log.warning("question %s breaks the output invariants: %s", q.id, problems)
+            q.rejection = _reject("output", "invariant_violation", "; ".join(problems), q.filter_raw)
+        else:
+            (mc if q.is_mc else tf).append(row)
+    return tf, mc
+
+
+def _question_row(q: _Question, config: Config, versions: str) -> dict[str, Any]:
+    """The output row of a kept question (``tables.TF_SCHEMA`` or ``MC_SCHEMA``)."""
+    a = q.article
+    row = {
+        "question_id": q.id,
+        "question_index": q.index,
+        "question": q.question,
+        "category": q.category,
+        "category_prob": q.category_prob,
+        "time_element": q.time.phrase,
+        "time_element_end": q.time.end,
+        "filter_scores": q.scores,
+        "filter_total": sum(q.scores),
+        "filter_raw": q.filter_raw,
+        "article_id": a.id,
+        "url": a.row["url"],
+        "domain": a.row["host"],
+        "title": a.row["title"],
+        "text": a.row["text"],
+        "published_at": a.row["published_at"],
+        "selection": a.pick.selection,
+        "summary": a.summary,
+        "keypoint": a.keypoint,
+        "model": config.llm.model,
+        "prompt_versions": versions,
+        "date": a.day,
+    }
+    if not q.is_mc:
+        return {**row, "answer": q.answer}
+    choices, gold = shuffle_options(q.answer, q.distractors, config.seed, q.id)
+    return {
+        **row,
+        "answer": LETTERS[gold],
+        "answer_text": q.answer,
+        **{f"choice_{letter}": c for letter, c in zip(LETTERS, choices, strict=True)},
+        "mc_stem": mc_stem(q.question),
+    }
+
+
 def _tables(
-    articles: list[_Article], questions: list[_Question], config: Config, runner: StageRunner
+    articles: list[_Article], questions: list[_Question], tf: list[dict[str, Any]], mc: list[dict[str, Any]]
 ) -> dict[str, pa.Table]:
-    versions = json.dumps(dict(sorted(runner.prompts_used.items())), sort_keys=True)
+    """This run's four tables: the selection, the kept TF and MC rows and every rejection."""
     selection = [
         {
             "article_id": a.id,
@@ -538,56 +677,8 @@ def _tables(
         }
         for a in articles
     ]
-    tf, mc, rejected = [], [], []
-    for a in articles:
-        if a.rejection:
-            rejected.append(_rejected_row(a, None))
-    for q in questions:
-        if q.rejection:
-            rejected.append(_rejected_row(q.article, q))
-            continue
-        a = q.article
-        base = {
-            "question_id": q.id,
-            "question_index": q.index,
-            "question": q.question,
-            "category": q.category,
-            "category_prob": q.category_prob,
-            "time_element": q.time.phrase,
-            "time_element_end": q.time.end,
-            "filter_scores": q.scores,
-            "filter_total": sum(q.scores),
-            "filter_raw": q.filter_raw,
-            "article_id": a.id,
-            "url": a.row["url"],
-            "domain": a.row["host"],
-            "title": a.row["title"],
-            "text": a.row["text"],
-            "published_at": a.row["published_at"],
-            "selection": a.pick.selection,
-            "summary": a.summary,
-            "keypoint": a.keypoint,
-            "model": config.llm.model,
-            "prompt_versions": versions,
-            "date": a.day,
-        }
-        if q.is_mc:
-            choices, gold = shuffle_options(q.answer, q.distractors, config.seed, q.id)
-            mc.append(
-                {
-                    **base,
-                    "answer": LETTERS[gold],
-                    "answer_text": q.answer,
-                    **{f"choice_{letter}": c for letter, c in zip(LETTERS, choices, strict=True)},
-                    "mc_stem": mc_stem(q.question),
-                }
-            )
-        else:
-            tf.append({**base, "answer": q.answer})
-    for row in tf + mc:
-        problems = output_problems(row, "choice_a" in row)
-        if problems:
-            raise AssertionError(f"question {row['question_id']} breaks the output invariants: {problems}")
+    rejected = [_rejected_row(a, None) for a in articles if a.rejection]
+    rejected += [_rejected_row(q.article, q) for q in questions if q.rejection]
     return {
         "selection": pa.Table.from_pylist(selection, schema=SELECTION_SCHEMA),
         "tf_questions": pa.Table.from_pylist(tf, schema=TF_SCHEMA),
@@ -632,6 +723,8 @@ def _day_counts(
     arts = [a for a in articles if a.day == day]
     qs = [q for q in questions if q.article.day == day]
     kept = [q for q in qs if q.alive]
+    rejections = [x.rejection["reason"] for x in [*arts, *qs] if x.rejection is not None]
+    fallbacks = Counter(q.category_fallback for q in kept if q.category_fallback)
     return {
         "date": day.isoformat(),
         "built_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -643,9 +736,9 @@ def _day_counts(
         "tf": sum(not q.is_mc for q in kept),
         "mc": sum(q.is_mc for q in kept),
         "rejected_questions": len(qs) - len(kept),
-        "rejected_by_reason": dict(
-            Counter(x.rejection["reason"] for x in [*arts, *qs] if x.rejection is not None)
-        ),
+        "rejected_by_reason": dict(Counter(rejections)),
+        "category_fallbacks": dict(fallbacks),
+        "engine_errors": sum(map(_is_engine_error, rejections)) + fallbacks["engine_error"],
     }
 
 
@@ -685,16 +778,35 @@ def _eval_items(tf: pa.Table, mc: pa.Table) -> list[dict[str, Any]]:
     return items
 
 
-def _write_outputs(
-    config: Config, runner: StageRunner, built: list[dt.date], skipped: list[dt.date]
-) -> dict[str, Any]:
-    """Evaluation items and the dataset card over every built day."""
-    tf, mc = read_table(config.root, "tf_questions"), read_table(config.root, "mc_questions")
-    write_eval_items(config.root, NAME, _eval_items(tf, mc))
+def _day_markers(root: str) -> dict[str, dict[str, Any]]:
+    """The counts of every day marked done, by ISO date."""
     per_day = {}
-    for marker in storage.list_files(storage.join(config.root, NAME, "days"), storage.MARKER):
+    for marker in storage.list_files(storage.join(root, NAME, "days"), storage.MARKER):
         counts = storage.read_json(marker)
         per_day[counts["date"]] = {k: v for k, v in counts.items() if k != "date"}
+    return per_day
+
+
+def _outputs_current(root: str) -> bool:
+    """Whether eval_items and the dataset card exist and the card covers exactly the marked days
+    (a run stopped between marking its days and writing these leaves them behind)."""
+    card_uri = benchmark_uri(root, NAME, "dataset_card.json")
+    if not (storage.exists(card_uri) and storage.exists(benchmark_uri(root, NAME, "eval_items"))):
+        return False
+    return set(storage.read_json(card_uri)["counts"]["per_day"]) == set(_day_markers(root))
+
+
+def _write_outputs(
+    config: Config,
+    runner: StageRunner,
+    built: list[dt.date],
+    skipped: list[dt.date],
+    unmarked: dict[dt.date, str],
+) -> dict[str, Any]:
+    """Evaluation items and the dataset card over every day on disk (per-day counts: marked days)."""
+    tf, mc = read_table(config.root, "tf_questions"), read_table(config.root, "mc_questions")
+    write_eval_items(config.root, NAME, _eval_items(tf, mc))
+    per_day = _day_markers(config.root)
     per_category = {
         c: {
             "tf": int(pc.sum(pc.equal(tf["category"], c)).as_py() or 0),
@@ -709,6 +821,7 @@ def _write_outputs(
         "days": len(per_day),
         "days_built_this_run": [d.isoformat() for d in built],
         "days_skipped_this_run": [d.isoformat() for d in skipped],
+        "days_not_marked_this_run": {d.isoformat(): reason for d, reason in sorted(unmarked.items())},
         "tf_questions": tf.num_rows,
         "mc_questions": mc.num_rows,
         "per_day": dict(sorted(per_day.items())),

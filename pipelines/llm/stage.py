@@ -10,7 +10,8 @@ input columns plus the contract columns of ``udfs.llm_rows``. A parse failure is
 
 Layout under ``<root>/<namespace>/<stage>/``: ``responses/shard-*.parquet`` (the request cache),
 ``output/`` (the output rows) and ``_SUCCESS.json`` (the summary). An interrupted stage reruns
-only the requests no completed shard holds; a finished one reruns with zero requests.
+only the requests no completed shard holds; a finished one reruns with zero requests. Engine
+errors are rows with reasons in the output, but never cached: the next run retries them.
 """
 
 from __future__ import annotations
@@ -453,11 +454,12 @@ def _reason_code(error: str | None) -> str:
 
 
 def _load_responses(uri: str, wanted: set[str]) -> dict[str, dict[str, Any]]:
-    """Responses already on disk for the wanted request keys. Engine errors are kept too: they
-    are rows with reasons, and ``--force`` recomputes them."""
+    """Answered responses already on disk for the wanted request keys. Engine errors (an outage,
+    an out-of-memory batch, a prompt over the length limit) stay in their shards as a record but
+    are not served from the cache: a rerun sends those requests again."""
     found: dict[str, dict[str, Any]] = {}
     for file in storage.list_files(storage.join(uri, "responses"), ".parquet"):
         for record in storage.read_table(file, RESPONSE_SCHEMA).to_pylist():
-            if record["request_key"] in wanted:
+            if record["request_key"] in wanted and record["engine_error"] is None:
                 found[record["request_key"]] = record
     return found

@@ -7,10 +7,11 @@ Stages (spec ``prophet.md``, ``docs/prophet.md``):
    (c) similar events; a failed parse is retried once with sampling; a question left without
    any query searches with its own text;
 3. retrieval — BM25 over the dated articles with the cutoff D inside the search; the union of
-   hits per question is the candidate set;
+   hits per question is the candidate set, checked against each question's D before any rating
+   prompt shows it (``LeakageError``);
 4. relevance — prompt (d) per candidate (generated "Rating: n", or scored over 1–6);
 5. selection — rating 1 never kept, top N by rating, recency, id; the evidence table is checked
-   against each question's D (``LeakageError``);
+   against each question's D again;
 6. CIL — ``udfs.prophet.plan`` lists the joint terms once per window and the conditional terms
    once per (article, x, assignment); two LLM stages answer them (``verbalized``: r sampled
    repeats, failed parses retried; ``logprob``: one Yes/No forward pass); ``assemble`` computes
@@ -199,6 +200,8 @@ class Config:
             raise ValueError("the logprob estimator is deterministic: repeats must be 1")
         if self.r < 1 or self.w < 1 or self.k_max < 0 or self.top_n < 1 or self.k < 1:
             raise ValueError("repeats, w, top_n and k must be positive; k_max >= 0")
+        if self.num_queries < 1 or self.max_words < 1:
+            raise ValueError("num_queries and max_words must be positive (0 would mean no limit)")
 
     @property
     def r(self) -> int:
@@ -279,14 +282,18 @@ def _search(index: BM25Index, query: str, resolution_date: dt.date, k: int) -> l
 
 
 class _Costs:
-    """LLM requests and tokens per question and stage group (queries, relevance, joint,
-    conditional): the unique request keys of every stage output, retries included."""
+    """LLM requests and tokens per question and stage group: the unique request keys of every
+    stage output. The groups are the first attempts (queries, relevance, joint, conditional) and
+    ``retries`` (every retry stage)."""
 
     def __init__(self) -> None:
         self.keys: dict[tuple[str, str], dict[str, tuple[int, int]]] = defaultdict(dict)
 
     def add(self, out: pa.Table, stage_name: str) -> None:
-        group = "queries" if stage_name.startswith("query_") else stage_name.split("_retry")[0]
+        if "_retry" in stage_name:
+            group = "retries"
+        else:
+            group = "queries" if stage_name.startswith("query_") else stage_name
         cols = out.select(["question_id", "request_key", "input_tokens", "output_tokens"]).to_pylist()
         for row in cols:
             if row["request_key"]:
@@ -326,20 +333,17 @@ class _Builder:
         """Run a stage, then retry its failed rows (new seeds, sampling) up to ``retries`` times.
         Returns the first output and every retry's output; each is accounted and its failed rows
         are recorded in ``dropped`` under ``reason``. A retried row keeps its sample slot in
-        ``slot``."""
+        ``slot``. In plan mode a row whose cached answer failed is retried like in a run (so the
+        cached retry answers are read and counted); a row not run yet is not."""
         outputs = [self._run(stage, rows, reason)]
-        if self.config.plan:
-            return outputs
         temperature = stage.sampling.get("temperature", stage.prompt.sampling.get("temperature", 0.0))
         for attempt in range(1, retries + 1):
-            failed = outputs[-1].filter(pc.invert(outputs[-1].column("parse_ok")))
+            last = outputs[-1]
+            not_run = pc.fill_null(pc.equal(last.column("parse_error"), NOT_RUN), False)
+            failed = last.filter(pc.invert(pc.or_(last.column("parse_ok"), not_run)))
             if failed.num_rows == 0:
                 break
-            slots = (
-                failed.column("slot").to_pylist()
-                if "slot" in rows.column_names
-                else failed.column("sample_index").to_pylist()
-            )
+            slots = failed.column("slot" if "slot" in failed.column_names else "sample_index").to_pylist()
             again = failed.select([c for c in rows.column_names if c != "slot"])
             again = again.append_column("slot", pa.array(slots, pa.int32()))
             again = again.append_column(
@@ -424,7 +428,7 @@ def _queries(b: _Builder, questions: pa.Table) -> tuple[list[dict[str, Any]], se
             seed=c.seed,
         )
         outputs = b.run_stage(stage, rows, "query_parse_failure", retries=1)
-        unknown |= _unknown(outputs[0])
+        unknown |= _unknown(outputs)
         for out in outputs:
             for r in out.filter(out.column("parse_ok")).to_pylist():
                 found.setdefault((r["question_id"], kind), r["queries"])
@@ -446,7 +450,8 @@ def _queries(b: _Builder, questions: pa.Table) -> tuple[list[dict[str, Any]], se
 def _candidates(
     b: _Builder, corpus: _Corpus, queries: list[dict[str, Any]], dates: dict[str, dt.date]
 ) -> list[dict[str, Any]]:
-    """Search every query with its question's cutoff; the union of hits per question."""
+    """Search every query with its question's cutoff; the union of hits per question, checked
+    against each question's D before any prompt shows them (``LeakageError``)."""
     step = b.step("retrieval")
     hits = []
     for q in queries:
@@ -472,6 +477,7 @@ def _candidates(
             step.reject("no_hits")
     step.rows_read = len(queries)
     candidates = merge_hits(hits)
+    check_evidence_cutoff(candidates, dates)
     step.metrics.update(hits=len(hits), candidates=len(candidates))
     step.finish()
     return candidates
@@ -521,7 +527,7 @@ def _rate(
         }
         for row in out.filter(out.column("parse_ok")).to_pylist()
     ]
-    return rated, _unknown(out)
+    return rated, _unknown([out])
 
 
 def _select(
@@ -685,7 +691,7 @@ def _cil(
     retries = c.retries if c.estimator == "verbalized" else 0
     joint_out = b.run_stage(joint_stage, joints, "joint_term_failure", retries)
     conditional_out = b.run_stage(conditional_stage, conditionals, "conditional_term_failure", retries)
-    unknown = _unknown(joint_out[0]) | _unknown(conditional_out[0])
+    unknown = _unknown(joint_out + conditional_out)
     if c.plan:
         return plans, [], [], unknown
     joint_values = term_values(joint_out, _joint_key, c.r, c.estimator)
@@ -714,9 +720,9 @@ def _cil(
     return plans, cil_rows, joint_rows, unknown
 
 
-def _unknown(out: pa.Table) -> set[str]:
-    """Questions with a row the engine has not answered yet (plan mode)."""
-    rows = out.select(["question_id", "parse_error"]).to_pylist()
+def _unknown(outputs: list[pa.Table]) -> set[str]:
+    """Questions with a row (first attempt or retry) the engine has not answered yet (plan mode)."""
+    rows = [r for out in outputs for r in out.select(["question_id", "parse_error"]).to_pylist()]
     return {r["question_id"] for r in rows if r["parse_error"] == NOT_RUN}
 
 
@@ -882,15 +888,22 @@ def plan_rows(
     unknown_queries: set[str],
     unknown_evidence: set[str],
 ) -> list[dict[str, Any]]:
-    """LLM requests per question (first attempts; retries of failed parses come on top): exact
-    for queries; exact for ratings once the queries are known; exact for the CIL terms once the
-    evidence is known, otherwise the worst case for N = top_n (``bound``). ``formula_*`` are the
-    §6 counts from the question's bins, which the planned counts must equal."""
+    """LLM requests per question: first attempts per stage group, exact for queries; exact for
+    ratings once the queries are known; exact for the CIL terms once the evidence is known,
+    otherwise the worst case for N = top_n (``bound``). ``retries`` are the retries of failed
+    answers the cache already holds (a run after a complete one makes exactly these requests;
+    failures not answered yet may add more). ``formula_*`` are the §6 counts from the question's
+    bins: the planned conditionals equal C; the planned joints equal J_shared unless the K_max
+    cap gives two bins the same window, whose table is then requested once."""
     c = b.config
     worst_c, worst_j = c.r * c.top_n * 2 ** (c.k_max + 1), c.r * c.top_n * 2**c.k_max
     rows = []
     for qid in qrows:
-        row: dict[str, Any] = {"question_id": qid, "queries": b.costs.requests(qid, "queries")}
+        row: dict[str, Any] = {
+            "question_id": qid,
+            "queries": b.costs.requests(qid, "queries"),
+            "retries": b.costs.requests(qid, "retries"),
+        }
         row["relevance"] = None if qid in unknown_queries else b.costs.requests(qid, "relevance")
         exact = qid not in unknown_evidence and not c.evidence_only
         row["exact"] = exact and row["relevance"] is not None
@@ -909,21 +922,22 @@ def plan_rows(
 def format_plan(rows: list[dict[str, Any]]) -> str:
     """The plan as a fixed-width table; ``?`` = not known before the queries run, ``≤`` = bound."""
     header = (
-        f"{'question':<44}{'queries':>8}{'rating':>8}{'joint':>9}{'cond.':>10}{'total':>11}{'§6 C/J':>16}"
+        f"{'question':<44}{'queries':>8}{'rating':>8}{'joint':>9}{'cond.':>10}{'retries':>8}{'total':>11}"
+        f"{'§6 C/J':>16}"
     )
-    lines = ["LLM requests per question (first attempts)", header, "-" * len(header)]
+    lines = ["LLM requests per question (first attempts, then known retries)", header, "-" * len(header)]
     for r in rows:
         rating = "?" if r["relevance"] is None else str(r["relevance"])
+        known = r["queries"] + (r["relevance"] or 0) + r["retries"]
         if r.get("joint") is not None:
-            total = str(r["queries"] + (r["relevance"] or 0) + r["joint"] + r["conditional"])
+            total = str(known + r["joint"] + r["conditional"])
             joint, cond = str(r["joint"]), str(r["conditional"])
             formula = f"{r['formula_conditional']}/{r['formula_joint_shared']}"
         else:
             joint, cond, formula = "?", "?", ""
-            total = (
-                f"≤{r['queries'] + (r['relevance'] or 0) + r['bound']}" if r["relevance"] is not None else "?"
-            )
+            total = f"≤{known + r['bound']}" if r["relevance"] is not None else "?"
         lines.append(
-            f"{r['question_id'][:43]:<44}{r['queries']:>8}{rating:>8}{joint:>9}{cond:>10}{total:>11}{formula:>16}"
+            f"{r['question_id'][:43]:<44}{r['queries']:>8}{rating:>8}{joint:>9}{cond:>10}{r['retries']:>8}"
+            f"{total:>11}{formula:>16}"
         )
     return "\n".join(lines)

@@ -4,7 +4,9 @@ The script answers every step in the expected format, with a few planted faults 
 without a new event, a TF answer in the wrong slot, a question without a time element, a
 distractor equal to its answer, a filter total of 12), so the structural checks run on
 non-empty outputs and every rejection path leaves a row with its reason. The run is incremental:
-one day first, the same day again (no LLM request), then a range that adds two days."""
+one day whose request for one article ends with an engine error (written, not marked), the
+same day again (the failed request retried, the day marked), again (no LLM request), a range
+that adds two days, then the first day forced (rebuilt from the cached responses)."""
 
 import datetime as dt
 import re
@@ -17,6 +19,7 @@ import pipelines.llm.backends as backends
 from pipelines.daily_oracle import Config, run
 from pipelines.daily_oracle.pipeline import day_uri, read_table, select_articles
 from pipelines.llm.config import LLMConfig
+from pipelines.llm.stage import StageRunner
 from udfs import storage
 from udfs.daily_oracle.parsing import CATEGORIES, FILTER_HEADINGS
 from udfs.daily_oracle.questions import LETTERS, time_element
@@ -102,19 +105,58 @@ def _files(root: str, day: dt.date) -> dict[str, bytes]:
     return found
 
 
+def _shards(root: str) -> dict[str, bytes]:
+    """Every response shard (the request cache) of every stage."""
+    files = storage.list_files(storage.join(root, "daily_oracle"), ".parquet")
+    return {f: storage.read_bytes(f) for f in files if "/responses/" in f}
+
+
+def _engine_error_for(stage_name: str, marker: str):
+    """``StageRunner._execute`` whose request of ``stage_name`` for the article containing
+    ``marker`` goes out under a prompt id the script lacks: the engine answers with an error."""
+    execute = StageRunner._execute
+
+    def failing(self, stage, uri, pending, summary):
+        if stage.name == stage_name:
+            pending = [{**r, "prompt_id": "unscripted"} if marker in r["prompt_text"] else r for r in pending]
+        return execute(self, stage, uri, pending, summary)
+
+    return failing
+
+
+def _no_engine(*args, **kwargs):
+    pytest.fail("the run reached the engine")
+
+
 @pytest.fixture(scope="module")
 def built(corpus_root, ray_local, tmp_path_factory):
     root = str(tmp_path_factory.mktemp("daily_oracle") / "root")
     shutil.copytree(corpus_root, root)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(StageRunner, "_execute", _engine_error_for("qa", "Sterigenics"))
+        broken = run(config(root, D15))
+    marked_after_error = storage.is_done(day_uri(root, D15))
     first = run(config(root, D15))
     files15 = _files(root, D15)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(
-            backends, "apply_backend", lambda *a, **k: pytest.fail("a built day reached the engine")
-        )
+        patch.setattr(backends, "apply_backend", _no_engine)
         again = run(config(root, D15))
     later = run(config(root, D15, D16, D18))
-    return {"root": root, "first": first, "again": again, "later": later, "files15": files15}
+    after_later = {"files15": _files(root, D15), "files18": _files(root, D18), "shards": _shards(root)}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(backends, "apply_backend", _no_engine)
+        forced = run(config(root, D15, force=True))
+    return {
+        "root": root,
+        "broken": broken,
+        "marked_after_error": marked_after_error,
+        "first": first,
+        "again": again,
+        "later": later,
+        "forced": forced,
+        "files15": files15,
+        "after_later": after_later,
+    }
 
 
 def _stage(result, name):
@@ -122,6 +164,26 @@ def _stage(result, name):
 
 
 # ------------------------------------------------------------------ incremental runs
+def test_a_day_with_an_engine_error_is_written_but_not_marked(built):
+    broken = built["broken"]
+    assert broken.days_built == [] and broken.days_unmarked == {D15: "engine_error"}
+    assert not built["marked_after_error"]
+    assert _stage(broken, "days").rejected == {"engine_error": 1} and _stage(broken, "days").reconciles
+    failed = [r for r in broken.tables["rejected"].to_pylist() if r["reason"] == "qa_engine_error"]
+    assert len(failed) == 1 and "Sterigenics" in failed[0]["title"]
+    assert failed[0]["detail"].startswith("engine: no script for prompt unscripted")
+    assert broken.tables["tf_questions"].num_rows > 0  # the day's tables are written all the same
+    assert broken.card["counts"]["days_not_marked_this_run"] == {D15.isoformat(): "engine_error"}
+
+
+def test_the_next_run_rebuilds_that_day_retrying_only_the_failed_request(built):
+    first = built["first"]
+    assert first.days_built == [D15] and first.days_unmarked == {}
+    assert _stage(first, "summary").metrics["requests_computed"] == 0
+    assert _stage(first, "qa").metrics["requests_computed"] == 1
+    assert "qa_engine_error" not in set(first.tables["rejected"].column("reason").to_pylist())
+
+
 def test_first_day_is_built(built):
     first = built["first"]
     assert first.days_built == [D15] and first.days_skipped == []
@@ -139,6 +201,7 @@ def test_first_day_is_built(built):
         "category",
         "articles",
         "questions",
+        "days",
     ]
     assert all(s.reconciles for s in first.summaries)
 
@@ -152,12 +215,22 @@ def test_rerun_of_a_built_day_sends_no_request(built):
 def test_adding_days_builds_only_those_days(built):
     later, root = built["later"], built["root"]
     assert later.days_built == [D16, D18] and later.days_skipped == [D15]
-    assert _files(root, D15) == built["files15"]  # day 15 untouched, byte for byte
+    assert built["after_later"]["files15"] == built["files15"]  # day 15 untouched, byte for byte
     for table in later.tables.values():
         assert set(table.column("date").to_pylist()) <= {D16, D18}
     # only day 18 reaches the model (day 16 has no English article of the allowed hosts)
     assert _stage(later, "summary").metrics["requests_computed"] == _stage(later, "select").rows_written == 5
     assert storage.is_done(day_uri(root, D16))
+
+
+def test_force_rebuilds_a_day_from_the_cached_responses(built):
+    forced, root = built["forced"], built["root"]
+    assert forced.days_built == [D15] and forced.days_skipped == [] and forced.requests_computed == 0
+    assert _shards(root) == built["after_later"]["shards"]  # the request cache is kept whole
+    assert _files(root, D18) == built["after_later"]["files18"]  # the other days untouched
+    assert storage.is_done(day_uri(root, D15))
+    for name in ("tf_questions", "mc_questions", "rejected"):
+        assert forced.tables[name].num_rows == built["first"].tables[name].num_rows
 
 
 # ------------------------------------------------------------------ outputs
@@ -252,7 +325,9 @@ def test_dataset_card(built, outputs):
         sum(c["tf"] + c["mc"] for c in counts["per_category"].values())
         == counts["tf_questions"] + counts["mc_questions"]
     )
-    assert card["llm_cost"]["total"]["requests_computed"] > 0
+    assert built["later"].card["llm_cost"]["total"]["requests_computed"] > 0
+    assert card["llm_cost"]["total"]["requests_computed"] == 0  # the last run: D15 forced, all cached
+    assert card["counts"]["days_built_this_run"] == ["2022-09-15"]
     assert set(card["prompt_versions"]) == {"summary", "qa", "distractors", "filter", "category"}
 
 

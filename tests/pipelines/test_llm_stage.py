@@ -183,3 +183,24 @@ def test_scripted_backend_replays_answers_per_prompt(ray_local, tmp_path):
     assert probs[0] == pytest.approx([0.9, 0.1]) and probs[1] == pytest.approx([0.2, 0.8])
     missing = runner.run(LLMStage("likelihood", "smoke.likelihood"), pa.table({"event": ["x"]}))
     assert missing.column("parse_error").to_pylist() == ["engine: no script for prompt smoke.likelihood"]
+
+
+def test_engine_errors_are_retried_on_the_next_run(ray_local, tmp_path):
+    """An engine error is an output row with its reason, but not a cached answer: a rerun sends
+    exactly the failed requests again and keeps the answered ones."""
+    is_country = LLMStage("is_country", "smoke.is_country")
+    names = pa.table({"name": ["Japan", "Lima"]})
+    root = str(tmp_path)
+    outage = LLMConfig(backend="scripted", script={"smoke.capital": lambda v: "Paris"})
+    failed = StageRunner(root, "t", outage).run(is_country, names)
+    assert failed.column("parse_error").to_pylist() == ["engine: no script for prompt smoke.is_country"] * 2
+
+    answered = {"smoke.is_country": lambda v: "Yes" if v["name"] == "Japan" else "No"}
+    recovered = StageRunner(root, "t", LLMConfig(backend="scripted", script=answered))
+    out = recovered.run(is_country, names)
+    assert _metrics(recovered)["requests_computed"] == 2 and _metrics(recovered)["requests_cached"] == 0
+    assert out.column("raw_text").to_pylist() == ["Yes", "No"] and all(out.column("parse_ok").to_pylist())
+
+    again = StageRunner(root, "t", outage)
+    again.run(is_country, names)
+    assert _metrics(again)["requests_computed"] == 0 and _metrics(again)["requests_cached"] == 2

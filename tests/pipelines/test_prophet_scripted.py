@@ -7,6 +7,7 @@ direct evaluation of the formula to 1e-12; request counts must equal the §6 for
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import itertools
@@ -22,6 +23,7 @@ import pytest
 import pipelines.llm.backends as backends
 import pipelines.prophet.build as build
 from pipelines.llm.config import LLMConfig
+from pipelines.llm.stage import StageRunner
 from pipelines.prophet.build import Config, run
 from udfs import storage
 from udfs.eval_items import EVAL_ITEM_SCHEMA
@@ -170,6 +172,50 @@ def scripted(failures_dir: Path | None = None) -> LLMConfig:
     )
 
 
+def record_requests(mp: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    """Wrap the runner's request building: every rendered prompt is remembered by stage, and the
+    script also sees which stage and sample slot a request is for (``_stage``, ``_slot``)."""
+    seen: dict[str, list[str]] = {}
+    real = StageRunner._build_requests
+
+    def build_requests(self, stage, prompt, records):
+        units, requests = real(self, stage, prompt, records)
+        for u in units:
+            slot = records[u.row_index].get("slot")
+            for key in u.keys:
+                request = requests[key]
+                seen.setdefault(stage.name, []).append(request["prompt_text"])
+                extra = {"_stage": stage.name, "_slot": u.sample_index if slot is None else slot}
+                request["variables_json"] = json.dumps(json.loads(request["variables_json"]) | extra)
+        return units, requests
+
+    mp.setattr(StageRunner, "_build_requests", build_requests)
+    return seen
+
+
+def flaky() -> LLMConfig:
+    """The script of ``scripted()`` where (b) fails on its first attempt and succeeds on the retry,
+    and every verbalized conditional of sample slot 1 fails on its first attempt and on retry 1
+    and succeeds on retry 2. Slots 0 and 1 answer c − d and c + d, so their mean is the stand-in's
+    c (needs ``record_requests``)."""
+
+    def steps(v: dict) -> str:
+        return "entity 1" if v["_stage"] == "query_steps" else 'dock strike wages", "union talks'
+
+    def conditional(v: dict) -> str:
+        if v["_slot"] == 1 and v["_stage"] in ("conditional", "conditional_retry1"):
+            return "I cannot give a number."
+        c = conditional_p(v)
+        d = min(c, 1 - c) / 2
+        return f"Weighing the reasons. *{c + d if v['_slot'] == 1 else c - d:.17f}*"
+
+    base = scripted()
+    return dataclasses.replace(
+        base,
+        script={**base.script, "prophet.query_steps": steps, "prophet.conditional_grouped": conditional},
+    )
+
+
 def direct_cil(evidence: list[dict], answer: int, d: dt.date, w: int, k_max: int) -> dict[str, float]:
     """CIL from the definitions over a question's evidence rows (ids as the stand-in sees them)."""
     limit = dt.datetime.combine(d, MIDNIGHT)
@@ -262,6 +308,36 @@ def built(ray_local, tmp_path_factory):
     return root, questions, run(config(root, questions, scripted(), estimator="logprob", rating="score"))
 
 
+@pytest.fixture(scope="module")
+def flaky_built(ray_local, tmp_path_factory):
+    """One verbalized build with the ``flaky`` script on a fresh root."""
+    base = tmp_path_factory.mktemp("prophet-flaky")
+    root = str(base / "root")
+    write_corpus(root)
+    questions = write_questions(base / "questions.jsonl")
+    with pytest.MonkeyPatch.context() as mp:
+        record_requests(mp)
+        result = run(config(root, questions, flaky(), estimator="verbalized", layout="grouped"))
+    return root, questions, result
+
+
+def llm_stages(result) -> dict[str, object]:
+    return {s.name: s for s in result.summaries if "requests_total" in s.metrics}
+
+
+def assert_plan_equals_the_run(plan, result) -> None:
+    """A plan made after ``result``'s run was complete: exact, nothing to compute, the same LLM
+    stages (retries included) and per question the run's request count."""
+    planned, ran = llm_stages(plan), llm_stages(result)
+    assert planned.keys() == ran.keys()
+    assert all(s.metrics["requests_cached"] == s.metrics["requests_unique"] for s in planned.values())
+    requests = {q["question_id"]: q["llm_requests"] for q in result.tables["questions"].to_pylist()}
+    for row in plan.plan:
+        assert row["exact"]
+        total = row["queries"] + row["relevance"] + row["joint"] + row["conditional"] + row["retries"]
+        assert total == requests[row["question_id"]] > 0
+
+
 def copy_of(root: str, tmp_path: Path) -> str:
     shutil.copytree(root, tmp_path / "copy")
     return str(tmp_path / "copy")
@@ -283,10 +359,11 @@ def test_plan_after_the_build_is_exact_and_a_rerun_is_free(built, tmp_path, monk
     root, questions, result = built
     root = copy_of(root, tmp_path)
     monkeypatch.setattr(backends, "apply_backend", lambda *a, **k: pytest.fail("no engine call expected"))
-    plan = run(config(root, questions, scripted(), estimator="logprob", rating="score", plan=True)).plan
+    planned = run(config(root, questions, scripted(), estimator="logprob", rating="score", plan=True))
+    assert_plan_equals_the_run(planned, result)
     evidence = result.tables["evidence"].to_pylist()
-    for row in plan:
-        assert row["exact"] and row["queries"] == 3
+    for row in planned.plan:
+        assert row["exact"] and row["queries"] == 3 and row["retries"] == 1  # (b) fails twice
         bins = {}
         for e in evidence:
             if e["question_id"] == row["question_id"]:
@@ -316,6 +393,28 @@ def test_verbalized_paper_layout_retries_failed_parses(built, tmp_path):
     assert {r["repeats"] for r in result.tables["cil"].to_pylist()} == {2}
 
 
+def test_a_repeat_failing_twice_fills_its_own_slot_on_the_second_retry(flaky_built):
+    root, _, result = flaky_built
+    check_outputs(result, root, ANSWERS, DATES)  # CIL = the formula with c = mean of both slots
+    names = {s.name: s for s in result.summaries}
+    first = names["prophet/conditional"]
+    retry1, retry2 = names["prophet/conditional_retry1"], names["prophet/conditional_retry2"]
+    assert first.rows_read == 2 * retry1.rows_read == 2 * retry2.rows_read > 0
+    assert retry1.rows_rejected == retry1.rows_read and retry2.rows_rejected == 0
+    assert "steps" in {q["query_type"] for q in result.tables["queries"].to_pylist()}
+
+
+def test_plan_after_a_build_with_retries_counts_every_request(flaky_built, tmp_path, monkeypatch):
+    root, questions, result = flaky_built
+    root = copy_of(root, tmp_path)
+    monkeypatch.setattr(backends, "apply_backend", lambda *a, **k: pytest.fail("no engine call expected"))
+    planned = run(config(root, questions, flaky(), estimator="verbalized", layout="grouped", plan=True))
+    assert {"prophet/query_steps_retry1", "prophet/conditional_retry2"} <= llm_stages(planned).keys()
+    assert_plan_equals_the_run(planned, result)
+    for row in planned.plan:
+        assert row["queries"] == 3 and row["retries"] > 1
+
+
 def test_plan_before_anything_ran_bounds_the_unknown(tmp_path, monkeypatch):
     root = str(tmp_path / "root")
     write_corpus(root)
@@ -330,19 +429,25 @@ def test_plan_before_anything_ran_bounds_the_unknown(tmp_path, monkeypatch):
     assert not storage.exists(storage.join(root, "benchmarks"))
 
 
-def test_a_late_row_reaching_the_evidence_fires_the_assertion(built, tmp_path, monkeypatch):
+def test_a_late_candidate_fires_the_assertion_before_any_rating_prompt(built, tmp_path, monkeypatch):
     root, questions, _ = built
     root = copy_of(root, tmp_path)
     real = build._search
+    returned = []
 
     def leaky(index, query, resolution_date, k):
         late = Hit("id-LATE1", ARTICLE_DATES["LATE1"], 99.0, 0)
+        returned.append(late)
         return [*real(index, query, resolution_date, k), late]
 
     monkeypatch.setattr(build, "_search", leaky)
+    prompts = record_requests(monkeypatch)
     with pytest.raises(LeakageError, match="at or after their question's D"):
         run(
             config(
                 root, questions, scripted(), estimator="logprob", rating="score", evidence_only=True, top_n=50
             )
         )
+    assert returned and prompts  # the late hit was returned and the query prompts were built
+    assert "relevance" not in prompts
+    assert not any("Report LATE1" in text for texts in prompts.values() for text in texts)

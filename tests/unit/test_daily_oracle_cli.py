@@ -37,17 +37,19 @@ def test_dates_and_options(monkeypatch):
             "48",
             "--max-input-tokens",
             "3072",
+            "--force",
         ],
     )
     assert cfg.dates == tuple(dt.date(2022, 9, d) for d in (15, 16, 17, 20))
     assert cfg.publishers == ("npr.org", "abc7.com") and (cfg.n_random, cfg.n_hot) == (1, 2)
     assert cfg.max_tokens == 48 and cfg.llm.max_input_tokens == 3072 and cfg.llm.backend == "local"
+    assert cfg.force
 
 
 def test_defaults_build_every_settled_day(monkeypatch):
     cfg = _config(monkeypatch, ["--root", "out"])
     assert cfg.dates == () and cfg.settle_days == 3 and cfg.publishers[-1] == "npr.org"
-    assert cfg.max_tokens is None and cfg.llm.max_input_tokens == 2048
+    assert cfg.max_tokens is None and cfg.llm.max_input_tokens == 2048 and not cfg.force
 
 
 @pytest.mark.parametrize(

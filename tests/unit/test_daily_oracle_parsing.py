@@ -7,11 +7,15 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from pipelines.daily_oracle.pipeline import _assistant_turn
 from udfs.daily_oracle.parsing import (
     CATEGORIES,
     FILTER_HEADINGS,
     OTHER,
+    clean_option,
     is_no_new_event,
     normalise_category,
     parse_distractors,
@@ -114,6 +118,16 @@ def test_qa_malformed(text, error):
         parse_qa(text)
 
 
+def test_qa_answer_that_repeats_the_prefilled_header():
+    """The model writes ``Question 1:`` again on a new line after the prefilled one."""
+    generated = "\n" + GOOD_QA
+    with pytest.raises(ParseError, match="repeated question 1"):
+        parse_qa(load_prompt("daily_oracle.qa").answer_prefix + generated)  # the prefix seen twice
+    parse = _assistant_turn(parse_qa, "daily_oracle.qa")
+    assert parse(generated) == parse_qa(GOOD_QA)
+    assert parse(GOOD_QA.removeprefix("Question 1:")) == parse_qa(GOOD_QA)  # no repeat: prefixed
+
+
 # ------------------------------------------------------------------ step 3
 GOOD_DISTRACTORS = """Noising Answers 1:
 (b) '$1 million'
@@ -136,6 +150,19 @@ def test_distractors_good():
         "Illinois",
         "Michigan",
     ]
+
+
+@pytest.mark.parametrize("raw", ['a".``', " 'Ohio'. ", '"`Twelve`".', "x . `", "...", "“Dr. No.”"])
+def test_clean_option_examples_are_fixed_points(raw):
+    cleaned = clean_option(raw)
+    assert clean_option(cleaned) == cleaned
+    assert cleaned == cleaned.strip().strip("\"'“”‘’`").rstrip(".").strip()
+
+
+@given(st.text(alphabet="ab .\"'`“”‘’ \n", max_size=12))
+def test_clean_option_is_idempotent(raw):
+    cleaned = clean_option(raw)
+    assert clean_option(cleaned) == cleaned
 
 
 @pytest.mark.parametrize(
@@ -195,6 +222,21 @@ def test_filter_missing_block_and_markdown_variants():
     parsed = parse_filter(text + "\n" + judge_block(3, [2] * 7))
     assert parsed["filter_scores"][0] == [2] * 7 and parsed["filter_scores"][2] == [2] * 7
     assert parsed["filter_errors"][1] == "no block for question 2" and parsed["filter_blocks"][1] is None
+
+
+def test_filter_answer_that_repeats_the_prefilled_header():
+    """Captured shape: after the prefilled ``*Question 1*`` the model writes ``*Question 1*``
+    again, so the first block of question 1 is empty; the first non-empty one counts."""
+    generated = "\n" + "\n".join(judge_block(k, [2] * 7) for k in range(1, 5))
+    prefix = load_prompt("daily_oracle.filter").answer_prefix
+    assert prefix == "*Question 1*"
+    both = parse_filter(prefix + generated)
+    assert both["filter_scores"] == [[2] * 7] * 4 and both["filter_errors"] == [None] * 4
+    assert _assistant_turn(parse_filter, "daily_oracle.filter")(generated) == both
+    bold = generated.replace("*Question 1*", "**Question 1**")
+    assert _assistant_turn(parse_filter, "daily_oracle.filter")(bold)["filter_scores"][0] == [2] * 7
+    empty_only = parse_filter(prefix + "\n*Question 1*\n" + judge_block(2, [2] * 7))
+    assert "got 0" in empty_only["filter_errors"][0]
 
 
 def test_filter_without_any_block_is_a_parse_error():

@@ -48,8 +48,12 @@ def art(article_id: str, when: dt.datetime | dt.date, rating: int = 3) -> Eviden
         (dt.date(2024, 7, 8), 1),  # D−20
         (dt.date(2024, 7, 7), 2),  # D−21
         (dt.datetime(2024, 7, 27, 23, 59, 59), 0),  # naive = UTC, a second before D
-        (dt.datetime(2024, 7, 18, 0, 0, tzinfo=UTC), 1),  # exactly 10 days before D
+        (dt.datetime(2024, 7, 18, 0, 0, tzinfo=UTC), 0),  # D−10 at 00:00 UTC: the corpus's date-only form
+        (dt.datetime(2024, 7, 18, 0, 0), 0),  # the same, naive
+        (dt.datetime(2024, 7, 17, 0, 0, tzinfo=UTC), 1),  # D−11 at 00:00 UTC
+        (dt.datetime(2024, 7, 17, 23, 59, 59, tzinfo=UTC), 1),  # a second more than 10 days before D
         (dt.datetime(2024, 7, 18, 0, 0, 1, tzinfo=UTC), 0),
+        (dt.datetime(2024, 7, 18, 0, 0, 0, 1, tzinfo=UTC), 0),
         (dt.datetime(2024, 7, 28, 1, 0, tzinfo=ZoneInfo("Europe/Berlin")), 0),  # 23:00 UTC on D−1
     ],
 )
@@ -70,6 +74,18 @@ def test_date_only_publication_is_noon_utc():
     assert publication_instant(dt.date(2024, 7, 1)) == dt.datetime(2024, 7, 1, 12, tzinfo=UTC)
     assert publication_instant(dt.datetime(2024, 7, 1, 3)) == dt.datetime(2024, 7, 1, 3, tzinfo=UTC)
     assert publication_instant(None) is None
+
+
+def test_midnight_utc_publication_is_read_as_date_only():
+    noon = dt.datetime(2024, 7, 1, 12, tzinfo=UTC)
+    assert publication_instant(dt.datetime(2024, 7, 1, tzinfo=UTC)) == noon
+    assert publication_instant(dt.datetime(2024, 7, 1, 2, tzinfo=ZoneInfo("Europe/Berlin"))) == noon
+    assert publication_instant(dt.datetime(2024, 7, 1, 0, 0, 0, 1, tzinfo=UTC)) == noon - dt.timedelta(
+        hours=12, microseconds=-1
+    )
+    assert publication_instant(
+        dt.datetime(2024, 7, 1, 0, 0, tzinfo=ZoneInfo("Europe/Berlin"))
+    ) == dt.datetime(2024, 6, 30, 22, tzinfo=UTC)
 
 
 # ------------------------------------------------------------------------------ windows (§7.3, §7.7)
@@ -190,7 +206,12 @@ def stand_in(kind: str, focal: str | None, x: int | None, statuses: dict[str, in
 def direct_cils(arts, answer, w, k_max):
     """CIL straight from the definitions, sharing no code with the planner."""
     limit = dt.datetime.combine(D, dt.time(), tzinfo=UTC)
-    group = {a.article_id: (limit - a.published_at) // dt.timedelta(days=10) for a in arts}
+    noon = dt.timedelta(hours=12)  # 00:00 UTC stands for a date-only publication: read as noon
+    t = {
+        a.article_id: a.published_at + (noon if a.published_at.time() == dt.time() else dt.timedelta())
+        for a in arts
+    }
+    group = {a.article_id: (limit - t[a.article_id]) // dt.timedelta(days=10) for a in arts}
     result = {}
     for i in arts:
         window = [j for j in arts if 1 <= group[j.article_id] - group[i.article_id] <= w]

@@ -32,6 +32,8 @@ def test_defaults_follow_the_paper():
         {"rating": "vote"},
         {"k_max": -1},
         {"top_n": 0},
+        {"num_queries": 0},  # the query parser would read 0 as "no limit"
+        {"max_words": 0},
     ],
 )
 def test_bad_configurations_are_refused(changes):

@@ -42,6 +42,8 @@ def test_captured_answers_cover_good_and_bad_cases():
         ('Fed", "fed ", "FED", "rates"', None, ["Fed", "rates"]),  # duplicates ignoring case
         ('oil  price  rise", "entity 1"', None, ["oil price rise"]),  # spaces folded, placeholder dropped
         ('oil price", "Brent crude", "OPEC cu', None, ["oil price", "Brent crude"]),  # cut by max_tokens
+        (r'Nasdaq 100 July 2024", "S\&P 500 record high", "Dow', 5, ["Nasdaq 100 July 2024"]),  # bad escape
+        (r'Nasdaq", "S\&P 500"]', None, ["Nasdaq"]),  # a bad escape ends the list like a cut
     ],
 )
 def test_query_list_parser_accepts(text, limit, expected):
@@ -50,7 +52,16 @@ def test_query_list_parser_accepts(text, limit, expected):
 
 @pytest.mark.parametrize(
     "text",
-    ["", "No list here.", '"only one unterminated', 'entity 1", "event 2", "query 3', "[1, 2]", '[""]'],
+    [
+        "",
+        "No list here.",
+        '"only one unterminated',
+        'entity 1", "event 2", "query 3',
+        "[1, 2]",
+        '[""]',
+        r'S\&P 500 record high", "Nasdaq 100 July 2024',  # the first item's escape is invalid JSON
+        r'["S\&P 500"]',
+    ],
 )
 def test_query_list_parser_rejects(text):
     with pytest.raises(ParseError):

@@ -2,6 +2,7 @@
 examples, joint tables shared per window, and prompts built for the prefix cache."""
 
 import datetime as dt
+import math
 import random
 
 import pytest
@@ -15,7 +16,14 @@ from udfs.prophet.layout import (
     prompt_ids,
     snippet,
 )
-from udfs.prophet.plan import ConditionalTerm, cost_formulas, naive_joint_terms, plan_question, window_sizes
+from udfs.prophet.plan import (
+    ConditionalTerm,
+    assemble,
+    cost_formulas,
+    naive_joint_terms,
+    plan_question,
+    window_sizes,
+)
 from udfs.prophet.worked_examples import RESOLUTION_DATE, SURGE, UNIFORM, example_articles, example_texts
 
 
@@ -70,9 +78,40 @@ def test_planner_counts_match_the_formulas_on_random_instances():
         plan = plan_question("q", RESOLUTION_DATE, example_articles(counts), w, k_max)
         f = cost_formulas(counts, w, k_max, r)
         assert r * len(plan.conditionals) == f.conditionals
-        assert r * len(plan.joints) == f.joint_shared
         assert r * len(naive_joint_terms(plan)) == f.joint_naive
-        assert len({(t.bin, t.bits) for t in plan.joints}) == len(plan.joints)
+        assert len({t.key for t in plan.joints}) == len(plan.joints)
+        distinct = {win.article_ids: win.k for win in plan.windows.values() if win.k > 0}
+        assert len(plan.joints) == sum(2**k for k in distinct.values())
+        shared = sum(1 for win in plan.windows.values() if win.k > 0) > len(distinct)
+        assert r * len(plan.joints) < f.joint_shared if shared else r * len(plan.joints) == f.joint_shared
+
+
+def test_capped_windows_shared_by_two_bins_are_requested_once():
+    d = dt.date(2024, 7, 28)
+    limit = dt.datetime.combine(d, dt.time(6), tzinfo=dt.UTC)  # 06:00: not read as date-only
+    arts = [
+        EvidenceArticle(name, limit - dt.timedelta(days=days), rating)
+        for name, days, rating in (("a", 2, 3), ("b", 12, 2), ("c", 22, 6), ("d", 32, 6))
+    ]
+    plan = plan_question("q", d, arts, w=3, k_max=2)
+    assert {g: [a.article_id for a in group] for g, group in plan.bins.items()} == {
+        0: ["a"],
+        1: ["b"],
+        2: ["c"],
+        3: ["d"],
+    }
+    assert plan.windows[0].article_ids == plan.windows[1].article_ids == ("d", "c")
+    assert plan.windows[0].truncated and not plan.windows[1].truncated
+    assert len({t.key for t in plan.joints}) == len(plan.joints) == 4 + 2  # (d, c) once, then (d,)
+    assert {t.bin for t in plan.joints} == {0, 2}
+    f = cost_formulas({0: 1, 1: 1, 2: 1, 3: 1}, w=3, k_max=2, r=1)
+    assert f.joint_shared == 4 + 4 + 2 > len(plan.joints)  # §6 counts a table per bin
+    assert len(plan.conditionals) == f.conditionals
+    joints = {t.key: 0.25 for t in plan.joints}
+    conditionals = {t.key: 0.5 + 0.1 * t.x for t in plan.conditionals}
+    rows, table = assemble(plan, 1, joints, conditionals)
+    assert all(r["status"] == "ok" and math.isclose(r["cil"], 0.1) for r in rows if r["k"] == 2)
+    assert len([t for t in table if t["bin"] in (0, 1)]) == 8  # each bin still reports its table
 
 
 def test_planner_refuses_repeated_article_ids():

@@ -67,3 +67,29 @@ def test_jsonl_importer_and_its_errors(tmp_path):
         records_questions(
             [{"id": "a", "question": "?", "resolution_date": "2024-01-01", "answer": 1}] * 2, "x"
         )
+
+
+def test_an_id_two_platforms_share_gets_its_platform_prefix(tmp_path):
+    """ForecastBench ids are unique per platform only ("1348" is on metaculus and infer)."""
+    market = {"resolution_dates": "N/A", "background": "", "freeze_datetime": "2024-07-12T00:00:00Z"}
+    questions = {
+        "forecast_due_date": "2024-07-21",
+        "questions": [
+            {**market, "id": "1348", "source": "metaculus", "question": "Will A?"},
+            {**market, "id": "1348", "source": "infer", "question": "Will B?"},
+            {**market, "id": "77", "source": "infer", "question": "Will C?"},
+        ],
+    }
+    resolved = {"resolved": True, "direction": None, "resolution_date": "2024-08-01"}
+    resolutions = {
+        "resolutions": [
+            {**resolved, "id": "1348", "source": "metaculus", "resolved_to": 1.0},
+            {**resolved, "id": "1348", "source": "infer", "resolved_to": 0.0},
+            {**resolved, "id": "77", "source": "infer", "resolved_to": 1.0},
+        ]
+    }
+    (tmp_path / "q.json").write_text(json.dumps(questions))
+    (tmp_path / "r.json").write_text(json.dumps(resolutions))
+    table, _ = forecastbench_questions(tmp_path / "q.json", tmp_path / "r.json")
+    got = {r["question_id"]: (r["question"], r["answer"]) for r in table.to_pylist()}
+    assert got == {"metaculus:1348": ("Will A?", 1), "infer:1348": ("Will B?", 0), "77": ("Will C?", 1)}

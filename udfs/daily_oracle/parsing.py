@@ -107,8 +107,12 @@ _OPTION_LINE = re.compile(r"(?m)^[ \t]*[-*]?[ \t]*\(([bcd])\)[ \t]*(.+)$")
 
 
 def clean_option(text: str) -> str:
-    """An option as stored: trimmed of whitespace, quotes and a trailing period."""
-    return strip_answer(strip_answer(text).strip(_QUOTES))
+    """An option as stored: trimmed of whitespace, quotes (backticks too) and trailing periods,
+    repeated until nothing changes, so cleaning a cleaned option keeps it as is."""
+    cleaned = None
+    while cleaned != text:
+        cleaned, text = text, strip_answer(text).strip(_QUOTES)
+    return text
 
 
 def parse_distractors(text: str) -> dict[str, Any]:
@@ -163,14 +167,18 @@ def score_block(block: str) -> list[int]:
 def parse_filter(text: str) -> dict[str, Any]:
     """The judge's ``*Question k*`` blocks → per question (k = 1..4) its seven points, or the
     reason its block is unusable. Only an answer with no question block at all is a parse
-    error, so one malformed block rejects one question, not four."""
+    error, so one malformed block rejects one question, not four. Of several blocks with the same
+    number the first non-empty one counts (a model that repeats the prefilled ``*Question 1*``
+    header leaves an empty block before its real one)."""
     marks = [m for m in _QUESTION_BLOCK.finditer(text or "") if 1 <= int(m.group(1)) <= N_QUESTIONS]
     if not marks:
         raise ParseError("no *Question k* block")
     blocks: dict[int, str] = {}
     for k, m in enumerate(marks):
         end = marks[k + 1].start() if k + 1 < len(marks) else len(text)
-        blocks.setdefault(int(m.group(1)), text[m.end() : end])
+        number = int(m.group(1))
+        if not blocks.get(number, "").strip():
+            blocks[number] = text[m.end() : end]
     scores: list[list[int] | None] = []
     errors: list[str | None] = []
     raws: list[str | None] = []

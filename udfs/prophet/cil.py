@@ -24,6 +24,7 @@ from udfs.timeutil import to_utc
 
 BIN = dt.timedelta(days=10)
 NOON = dt.time(12, 0)
+MIDNIGHT = dt.time(0, 0)
 SPLITS = ("L1", "L2", "none")
 
 
@@ -67,12 +68,17 @@ def cutoff_instant(resolution_date: dt.date) -> dt.datetime:
 
 
 def publication_instant(value: dt.datetime | dt.date | None) -> dt.datetime | None:
-    """An article's publication instant in UTC: naive datetimes are UTC, a bare date is 12:00 UTC
-    of that date (§7.1), None stays None (an undated article, §7.9)."""
+    """An article's publication instant in UTC (§7.1): naive datetimes are UTC; a date-only value
+    is 12:00 UTC of its date; None stays None (an undated article, §7.9). The corpus stores a
+    date-only publication as 00:00:00 UTC of its date, so a datetime at exactly 00:00:00.000000
+    UTC is read as date-only too."""
     if value is None:
         return None
     if isinstance(value, dt.datetime):
-        return to_utc(value)
+        utc = to_utc(value)
+        if utc.time() != MIDNIGHT:
+            return utc
+        value = utc.date()
     return dt.datetime.combine(value, NOON, tzinfo=dt.UTC)
 
 

@@ -3,8 +3,10 @@
 The query prompts end with an answer prefix that opens the JSON list (``Output: ["``) and stop at
 ``]``, so a well-formed continuation is the inside of the list without its brackets; a model that
 writes the whole list itself is accepted too, and so is a list cut short by ``max_tokens`` (its
-complete items are kept). Items without a word character, and items that merely copy the
-prompt's format example ("entity 1", "query 2", …), are no queries and are left out.
+complete items are kept). A string item the JSON decoder refuses (an invalid escape such as
+``S\\&P``) ends the list like a cut: the items before it are kept. Items without a word
+character, and items that merely copy the prompt's format example ("entity 1", "query 2", …),
+are no queries and are left out.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ _WORD = re.compile(r"\w")
 
 def _cut_list(text: str) -> list[str] | None:
     """The complete string items of a JSON list of strings that was cut off, or None when the text
-    is not such a list."""
+    is not such a list. An item JSON cannot decode ends the list there, like a cut."""
     if not text.startswith("["):
         return None
     items, pos = [], 1
@@ -35,7 +37,10 @@ def _cut_list(text: str) -> list[str] | None:
         m = _JSON_STRING.match(text, pos)
         if not m:
             break
-        items.append(json.loads(m.group(0)))
+        try:
+            items.append(json.loads(m.group(0)))
+        except json.JSONDecodeError:
+            break
         pos = m.end()
     rest = text[pos:].strip()
     return items if items and (not rest or rest.startswith('"')) else None

@@ -2,8 +2,10 @@
 
 Per question, ``plan_question`` lists every term the adjustment sum needs, each once:
 
-- joint terms q(a): one per (bin, assignment), shared by every article of the bin (two non-empty
-  bins never have the same non-empty window: a bin within w of another is in its window);
+- joint terms q(a): one per (window, assignment), shared by every article of the bins with that
+  window. Without the K_max cap two non-empty bins never have the same window (a non-empty bin
+  within w of another is in that one's window, not in its own); with the cap they can (both
+  keep the same top-rated articles), and the table is then listed once, under the first bin;
 - conditional terms P(Yes | X_i=x, X_W=a): one per (article, x, assignment).
 
 The pipeline turns the terms into prompts (``udfs.prophet.layout``), runs them as two LLM
@@ -74,7 +76,8 @@ class QuestionPlan:
 def plan_question(
     question_id: str, resolution_date: dt.date, articles: Iterable[EvidenceArticle], w: int, k_max: int
 ) -> QuestionPlan:
-    """Bin the articles, build the windows and list each needed term once."""
+    """Bin the articles, build the windows and list each needed term once (a window shared by
+    several bins has its joint terms listed once)."""
     articles = list(articles)
     ids = [a.article_id for a in articles]
     if len(set(ids)) != len(ids):
@@ -82,9 +85,11 @@ def plan_question(
     bins = bin_articles(articles, resolution_date)
     windows = bin_windows(bins, w, k_max)
     plan = QuestionPlan(question_id, resolution_date, {a.article_id: a for a in articles}, bins, windows)
+    seen_windows: set[tuple[str, ...]] = set()
     for g, group in bins.items():
         window = windows[g]
-        if window.k > 0:
+        if window.k > 0 and window.article_ids not in seen_windows:
+            seen_windows.add(window.article_ids)
             plan.joints.extend(JointTerm(g, window.article_ids, bits) for bits in assignments(window.k))
         for article in group:
             for x in (1, 0):
@@ -171,7 +176,9 @@ def assemble(
 
 @dataclass(frozen=True)
 class CostFormulas:
-    """Spec §6, for r repeats: conditionals, per-article joints, shared joints."""
+    """Spec §6, for r repeats: conditionals, per-article joints, shared joints. J_shared counts
+    one table per non-empty bin with K > 0; the planner asks once per distinct window, which is
+    fewer when the K_max cap gives two bins the same window (bin counts alone cannot tell)."""
 
     conditionals: int
     joint_naive: int
