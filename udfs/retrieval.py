@@ -21,6 +21,7 @@ parity mode requires. Dense scores have no corpus statistics, so they need no st
 from __future__ import annotations
 
 import datetime as dt
+from abc import ABC, abstractmethod
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
@@ -179,7 +180,32 @@ class _SortedCorpus:
         return hits
 
 
-class BM25Index:
+class _CutoffSearch(ABC):
+    """``search(query, cutoff, k)`` over ``self.corpus``: the eligibility mask (cutoff, since,
+    exclude, within) goes inside the ranking, so a full top-k of eligible documents comes back.
+    Subclasses give the ranking scores (−inf: never returned)."""
+
+    corpus: _SortedCorpus
+
+    @abstractmethod
+    def ranking(
+        self, query: str, cutoff: dt.datetime | dt.date, since: dt.datetime | dt.date | None, mask: np.ndarray
+    ) -> np.ndarray: ...
+
+    def search(
+        self,
+        query: str,
+        cutoff: dt.datetime | dt.date,
+        k: int,
+        exclude: Collection[str] = (),
+        since: dt.datetime | dt.date | None = None,
+        within: Collection[str] | None = None,
+    ) -> list[Hit]:
+        mask = self.corpus.mask(cutoff, since, exclude, within)
+        return self.corpus.top_k(self.ranking(query, cutoff, since, mask), k, mask, cutoff)
+
+
+class BM25Index(_CutoffSearch):
     """BM25 (bm25s) over a dated corpus; ``search(query, cutoff, k)``. Documents with no query
     term (score 0) are never returned."""
 
@@ -233,21 +259,14 @@ class BM25Index:
             full[offset : offset + size] = np.asarray(retriever.get_scores(ids), dtype=np.float64)
         return full
 
-    def search(
-        self,
-        query: str,
-        cutoff: dt.datetime | dt.date,
-        k: int,
-        exclude: Collection[str] = (),
-        since: dt.datetime | dt.date | None = None,
-        within: Collection[str] | None = None,
-    ) -> list[Hit]:
+    def ranking(
+        self, query: str, cutoff: dt.datetime | dt.date, since: dt.datetime | dt.date | None, mask: np.ndarray
+    ) -> np.ndarray:
         scores = self.scores(query, cutoff, since)
-        positive = np.where(scores > 0, scores, -np.inf)
-        return self.corpus.top_k(positive, k, self.corpus.mask(cutoff, since, exclude, within), cutoff)
+        return np.where(scores > 0, scores, -np.inf)
 
 
-class DenseIndex:
+class DenseIndex(_CutoffSearch):
     """Cosine search over sentence embeddings (default: the bundled MiniLM)."""
 
     def __init__(
@@ -269,17 +288,10 @@ class DenseIndex:
 
         return self.vectors @ embed([query], self.encoder)[0]
 
-    def search(
-        self,
-        query: str,
-        cutoff: dt.datetime | dt.date,
-        k: int,
-        exclude: Collection[str] = (),
-        since: dt.datetime | dt.date | None = None,
-        within: Collection[str] | None = None,
-    ) -> list[Hit]:
-        mask = self.corpus.mask(cutoff, since, exclude, within)
-        return self.corpus.top_k(self.scores(query), k, mask, cutoff)
+    def ranking(
+        self, query: str, cutoff: dt.datetime | dt.date, since: dt.datetime | dt.date | None, mask: np.ndarray
+    ) -> np.ndarray:
+        return self.scores(query)
 
 
 def rank_positions(scores: np.ndarray, mask: np.ndarray, depth: int | None) -> np.ndarray:
@@ -307,7 +319,7 @@ def reciprocal_rank_fusion(rank_lists: Sequence[np.ndarray], rrf_k: int = 60) ->
     return np.where(ranked, fused, -np.inf)
 
 
-class HybridIndex:
+class HybridIndex(_CutoffSearch):
     """BM25 ∪ dense, fused by reciprocal rank fusion over each retriever's top ``depth`` eligible
     documents (TCELongBench's hybrid retriever, with RRF as the re-ranker). Both rankings see
     the same eligibility mask, so the cutoff is inside the search of each."""
@@ -318,26 +330,16 @@ class HybridIndex:
         self.bm25, self.dense, self.rrf_k, self.depth = bm25, dense, rrf_k, depth
         self.corpus = bm25.corpus
 
-    def search(
-        self,
-        query: str,
-        cutoff: dt.datetime | dt.date,
-        k: int,
-        exclude: Collection[str] = (),
-        since: dt.datetime | dt.date | None = None,
-        within: Collection[str] | None = None,
-    ) -> list[Hit]:
-        mask = self.corpus.mask(cutoff, since, exclude, within)
-        lexical = self.bm25.scores(query, cutoff, since)
-        lexical = np.where(lexical > 0, lexical, -np.inf)
-        fused = reciprocal_rank_fusion(
+    def ranking(
+        self, query: str, cutoff: dt.datetime | dt.date, since: dt.datetime | dt.date | None, mask: np.ndarray
+    ) -> np.ndarray:
+        return reciprocal_rank_fusion(
             [
-                rank_positions(lexical, mask, self.depth),
-                rank_positions(self.dense.scores(query), mask, self.depth),
+                rank_positions(self.bm25.ranking(query, cutoff, since, mask), mask, self.depth),
+                rank_positions(self.dense.ranking(query, cutoff, since, mask), mask, self.depth),
             ],
             self.rrf_k,
         )
-        return self.corpus.top_k(fused, k, mask, cutoff)
 
 
 class EvidenceIndex:
