@@ -2,8 +2,10 @@
 
 Every article importer (``jobs.ingest_news`` for WARC files, ``jobs.ingest_articles_jsonl`` for
 JSON Lines) turns its input into ``STAGED`` rows, one per input record: an article candidate
-(``reason`` null) or a rejected record. ``merge_and_write`` is the one place where those rows are
-deduplicated and written, so that news arriving day after day can be ingested batch by batch:
+(``reason`` null) or a rejected record. ``stage_files`` is the shared scan → spread → parse plan,
+``ingest_staged`` runs it once and merges, and ``merge_and_write`` is the one place where those
+rows are deduplicated and written, so that news arriving day after day can be ingested batch by
+batch:
 
 * **A run is authoritative for its own input files.** Rows that earlier runs took from the same
   files (same ``udfs.storage.normalize_uri``) are replaced: a rerun of the same inputs is
@@ -29,8 +31,11 @@ One run at a time per root: concurrent runs are not coordinated.
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -417,3 +422,86 @@ def _count(summary: RunSummary, kept: DataFrame, rejected: DataFrame, near: bool
     for source, n in sorted(by_source.items()):
         summary.metrics[f"date source {source}"] = n
     return {g["published_date"] for g in groups}, {r["shard"] for r in per_shard}
+
+
+# ---------------------------------------------------------------- one importer run
+
+SCAN_BATCH_BYTES = 32 << 20  # a scan task flushes its rows at this many bytes of raw input
+
+
+def stage_files(
+    spark: SparkSession,
+    files: list[str],
+    scan: Callable[[str], Iterable[dict[str, Any]]],
+    scan_schema: pa.Schema,
+    size_column: str,
+    scan_batch_rows: int,
+    to_staged: Callable[[dict[str, Any]], dict[str, Any]],
+    n_parts: int,
+) -> DataFrame:
+    """scan → spread → parse, as one lazy DataFrame of ``STAGED`` rows. One task per file streams
+    ``scan(path)`` rows (flushed at ``SCAN_BATCH_BYTES`` of ``size_column`` or ``scan_batch_rows``
+    rows), a hash repartition on (file, offset) spreads them over all cores, and ``to_staged``
+    maps every row the scan did not already reject."""
+    names = STAGED.names
+
+    def scan_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for index in batch.column(0).to_pylist():
+                rows, size = [], 0
+                for row in scan(files[index]):
+                    rows.append(row)
+                    size += len(row[size_column] or b"")
+                    if size >= SCAN_BATCH_BYTES or len(rows) >= scan_batch_rows:
+                        yield pa.RecordBatch.from_pylist(rows, schema=scan_schema)
+                        rows, size = [], 0
+                if rows:
+                    yield pa.RecordBatch.from_pylist(rows, schema=scan_schema)
+
+    def parse_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            out = []
+            for row in batch.to_pylist():
+                staged = row if row["reason"] else to_staged(row)
+                out.append({k: staged.get(k) for k in names})
+            yield pa.RecordBatch.from_pylist(out, schema=STAGED)
+
+    scanned = spark.range(len(files), numPartitions=len(files)).mapInArrow(
+        scan_task, from_arrow_schema(scan_schema)
+    )
+    spread = scanned.repartition(n_parts, "warc_file", "record_offset")
+    return spread.mapInArrow(parse_task, from_arrow_schema(STAGED))
+
+
+def ingest_staged(
+    spark: SparkSession,
+    staged: DataFrame,
+    files: list[str],
+    root: str,
+    n_parts: int,
+    summary: RunSummary,
+    near_duplicate_similarity: float | None = None,
+) -> None:
+    """Run the staged plan once (persisted: counting it and merging it must not scan and parse
+    twice), then merge it into the tables; times both halves in ``summary``."""
+    staged.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        started = time.time()
+        summary.rows_read = staged.count()
+        summary.metrics["seconds scan + parse"] = round(time.time() - started, 1)
+        started = time.time()
+        merge_and_write(spark, staged, files, root, n_parts, summary, near_duplicate_similarity)
+        summary.metrics["seconds dedup + write"] = round(time.time() - started, 1)
+    finally:
+        staged.unpersist()
+
+
+def record_run(summary: RunSummary, root: str, config: Any, files: list[str]) -> RunSummary:
+    """Close the summary and store it, with the run's config and input files, as the articles
+    table's ``_SUCCESS.json``."""
+    summary.finish()
+    storage.mark_done(
+        ARTICLES.uri(root), {**summary.to_dict(), "config": asdict(config), "input_files": files}
+    )
+    log.info("stage=done %s", summary.to_dict())
+    return summary

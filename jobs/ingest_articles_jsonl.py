@@ -24,21 +24,16 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import logging
-from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import pyarrow as pa
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.pandas.types import from_arrow_schema
 
-from jobs.articles_table import STAGED, merge_and_write
-from jobs.source_tables import corpus_session
-from jobs.spark import spark_session
+from jobs.articles_table import ingest_staged, record_run, stage_files
+from jobs.spark import corpus_session, spark_session
 from udfs import storage
 from udfs.jsonl_articles import FieldMap, article_row, scan_lines
 from udfs.report import RunSummary
-from udfs.schemas import ARTICLES
 
 log = logging.getLogger("augury.ingest_articles_jsonl")
 
@@ -54,8 +49,7 @@ LINES = pa.schema(
         pa.field("detail", pa.string()),
     ]
 )
-SCAN_BATCH_BYTES = 32 << 20  # flush a scan batch at this many line bytes…
-SCAN_BATCH_ROWS = 1000  # …or this many lines
+SCAN_BATCH_ROWS = 1000  # a scan batch flushes at this many lines (or SCAN_BATCH_BYTES of lines)
 
 
 @dataclass
@@ -93,49 +87,21 @@ class Config:
             raise ValueError("min_chars must not be negative")
 
 
-def _scanner(files: list[str]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """mapInArrow function: file index → the lines of that file, in bounded batches."""
-
-    def scan(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for index in batch.column(0).to_pylist():
-                rows, size = [], 0
-                for row in scan_lines(files[index]):
-                    rows.append(row)
-                    size += len(row["line"] or b"")
-                    if size >= SCAN_BATCH_BYTES or len(rows) >= SCAN_BATCH_ROWS:
-                        yield pa.RecordBatch.from_pylist(rows, schema=LINES)
-                        rows, size = [], 0
-                if rows:
-                    yield pa.RecordBatch.from_pylist(rows, schema=LINES)
-
-    return scan
-
-
-def _mapper(fields: FieldMap, now: dt.datetime) -> Callable[[Iterator[pa.RecordBatch]], Iterator]:
-    """mapInArrow function: lines → staged rows (rejected files and streams passed on)."""
-    names = STAGED.names
-
-    def to_articles(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            out = []
-            for row in batch.to_pylist():
-                staged = row if row["reason"] else article_row(row, fields, now)
-                out.append({k: staged.get(k) for k in names})
-            yield pa.RecordBatch.from_pylist(out, schema=STAGED)
-
-    return to_articles
-
-
 def staged_records(
     spark: SparkSession, files: list[str], config: Config, now: dt.datetime, n_parts: int
 ) -> DataFrame:
     """scan → spread → map, as one lazy DataFrame of STAGED rows (one per line or bad file)."""
-    lines = spark.range(len(files), numPartitions=len(files)).mapInArrow(
-        _scanner(files), from_arrow_schema(LINES)
+    fields = config.fields()
+    return stage_files(
+        spark,
+        files,
+        scan=scan_lines,
+        scan_schema=LINES,
+        size_column="line",
+        scan_batch_rows=SCAN_BATCH_ROWS,
+        to_staged=lambda row: article_row(row, fields, now),
+        n_parts=n_parts,
     )
-    spread = lines.repartition(n_parts, "warc_file", "record_offset")
-    return spread.mapInArrow(_mapper(config.fields(), now), from_arrow_schema(STAGED))
 
 
 def run(config: Config, spark: SparkSession | None = None) -> RunSummary:
@@ -148,23 +114,12 @@ def run(config: Config, spark: SparkSession | None = None) -> RunSummary:
     with corpus_session(spark):
         n_parts = max(4 * spark.sparkContext.defaultParallelism, len(files))
         staged = staged_records(spark, files, config, dt.datetime.now(dt.UTC), n_parts)
-        staged.persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            summary.rows_read = staged.count()
-            merge_and_write(spark, staged, files, config.root, n_parts, summary)
-        finally:
-            staged.unpersist()
+        ingest_staged(spark, staged, files, config.root, n_parts, summary)
     summary.metrics["JSON Lines files"] = len(files)
     summary.notes.append(
         "rows read = non-blank lines + files that could not be read + streams broken mid-file"
     )
-    summary.finish()
-    storage.mark_done(
-        ARTICLES.uri(config.root),
-        {**summary.to_dict(), "config": asdict(config), "input_files": files},
-    )
-    log.info("stage=done %s", summary.to_dict())
-    return summary
+    return record_run(summary, config.root, config, files)
 
 
 def parse_args(argv: list[str] | None = None) -> Config:

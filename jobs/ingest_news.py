@@ -28,17 +28,13 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import logging
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import pyarrow as pa
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.pandas.types import from_arrow_schema
 
-from jobs.articles_table import STAGED, merge_and_write
-from jobs.spark import SESSION_CONF, spark_session
+from jobs.articles_table import ingest_staged, record_run, stage_files
+from jobs.spark import corpus_session, spark_session
 from udfs import storage
 from udfs.news_extract import EXTRACTORS, ContentRules, process_candidate
 from udfs.report import RunSummary
@@ -62,8 +58,7 @@ SCANNED = pa.schema(
         pa.field("detail", pa.string()),
     ]
 )
-SCAN_BATCH_BYTES = 32 << 20  # flush a scan batch at this much payload…
-SCAN_BATCH_ROWS = 2048  # …or this many rows
+SCAN_BATCH_ROWS = 2048  # a scan batch flushes at this many rows (or SCAN_BATCH_BYTES of payload)
 EXTRACT_BATCH_ROWS = 32  # rows per Arrow batch into and out of the extractor (HTML is large)
 
 
@@ -123,49 +118,21 @@ def _bound(value: str | None, name: str) -> dt.datetime | None:
 # ---------------------------------------------------------------- stages
 
 
-def _scanner(files: list[str], header_filter: HeaderFilter) -> Callable[[Iterator[pa.RecordBatch]], Iterator]:
-    """mapInArrow function: file index → scan rows of that file, in bounded batches."""
-
-    def scan(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for index in batch.column(0).to_pylist():
-                rows, size = [], 0
-                for row in scan_file(files[index], header_filter):
-                    rows.append(row)
-                    size += len(row["payload"] or b"")
-                    if size >= SCAN_BATCH_BYTES or len(rows) >= SCAN_BATCH_ROWS:
-                        yield pa.RecordBatch.from_pylist(rows, schema=SCANNED)
-                        rows, size = [], 0
-                if rows:
-                    yield pa.RecordBatch.from_pylist(rows, schema=SCANNED)
-
-    return scan
-
-
-def _extractor(rules: ContentRules, now: dt.datetime) -> Callable[[Iterator[pa.RecordBatch]], Iterator]:
-    """mapInArrow function: scan rows → staged rows (candidates extracted, rejections passed on)."""
-    names = STAGED.names
-
-    def extract(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            out = []
-            for row in batch.to_pylist():
-                staged = row if row["reason"] else process_candidate(row, rules, now)
-                out.append({k: staged.get(k) for k in names})
-            yield pa.RecordBatch.from_pylist(out, schema=STAGED)
-
-    return extract
-
-
 def staged_records(
     spark: SparkSession, files: list[str], config: Config, now: dt.datetime, n_parts: int
 ) -> DataFrame:
     """scan → spread → extract, as one lazy DataFrame of STAGED rows (one per WARC record)."""
-    scanned = spark.range(len(files), numPartitions=len(files)).mapInArrow(
-        _scanner(files, config.header_filter()), from_arrow_schema(SCANNED)
+    header_filter, rules = config.header_filter(), config.content_rules()
+    return stage_files(
+        spark,
+        files,
+        scan=lambda path: scan_file(path, header_filter),
+        scan_schema=SCANNED,
+        size_column="payload",
+        scan_batch_rows=SCAN_BATCH_ROWS,
+        to_staged=lambda row: process_candidate(row, rules, now),
+        n_parts=n_parts,
     )
-    spread = scanned.repartition(n_parts, "warc_file", "record_offset")
-    return spread.mapInArrow(_extractor(config.content_rules(), now), from_arrow_schema(STAGED))
 
 
 # ---------------------------------------------------------------- the job
@@ -178,36 +145,13 @@ def run(config: Config, spark: SparkSession | None = None) -> RunSummary:
     files = storage.expand_inputs(config.inputs, config.manifest)
     log.info("stage=plan %d WARC files, extractor=%s, root=%s", len(files), config.extractor, config.root)
     spark = spark or spark_session("augury-ingest-news")
-    previous_batch = spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
-    for key, value in {
-        **SESSION_CONF,
-        "spark.sql.execution.arrow.maxRecordsPerBatch": str(EXTRACT_BATCH_ROWS),
-    }.items():
-        spark.conf.set(key, value)
-    staged = None
-    try:
+    with corpus_session(spark, EXTRACT_BATCH_ROWS):
         n_parts = config.partitions or max(4 * spark.sparkContext.defaultParallelism, len(files))
         staged = staged_records(spark, files, config, dt.datetime.now(dt.UTC), n_parts)
-        staged.persist(StorageLevel.MEMORY_AND_DISK)
-        t0 = time.time()
-        summary.rows_read = staged.count()
-        summary.metrics["seconds scan + extract"] = round(time.time() - t0, 1)
-        t0 = time.time()
-        merge_and_write(spark, staged, files, config.root, n_parts, summary, config.near_duplicates)
-        summary.metrics["seconds dedup + write"] = round(time.time() - t0, 1)
-    finally:
-        if staged is not None:
-            staged.unpersist()
-        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", previous_batch)
+        ingest_staged(spark, staged, files, config.root, n_parts, summary, config.near_duplicates)
     summary.metrics["WARC files"] = len(files)
     summary.notes.append("rows read = WARC records seen + files that could not be read")
-    summary.finish()
-    storage.mark_done(
-        ARTICLES.uri(config.root),
-        {**summary.to_dict(), "config": asdict(config), "input_files": files},
-    )
-    log.info("stage=done %s", summary.to_dict())
-    return summary
+    return record_run(summary, config.root, config, files)
 
 
 # ---------------------------------------------------------------- command line

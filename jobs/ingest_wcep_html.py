@@ -25,7 +25,7 @@ from pyspark.sql import functions as sf
 from pyspark.sql.types import StringType, StructField, StructType
 
 from jobs import source_tables as st
-from jobs.spark import spark_session
+from jobs.spark import corpus_session, spark_session
 from udfs import storage, wcep
 from udfs.report import RunSummary
 from udfs.schemas import WCEP_EVENTS
@@ -157,7 +157,7 @@ def run(config: Config, spark: SparkSession | None = None) -> RunSummary:
     for uri in inputs:
         input_kind(uri)
     spark = spark or spark_session("augury-ingest-wcep-html")
-    with st.corpus_session(spark), tempfile.TemporaryDirectory(prefix="augury-wcep-") as staging:
+    with corpus_session(spark), tempfile.TemporaryDirectory(prefix="augury-wcep-") as staging:
         paths = st.spark_paths(spark, inputs, staging)
         parsed = st.parse_inputs(spark, read_days, parse_batches, paths)
         try:

@@ -26,7 +26,7 @@ from pyspark.sql import functions as sf
 from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, StructField, StructType
 
 from jobs import source_tables as st
-from jobs.spark import spark_session, write_partitioned
+from jobs.spark import corpus_session, spark_session, write_partitioned
 from udfs import storage, wcep
 from udfs.report import RunSummary
 from udfs.schemas import WCEP_EVENTS, WIKI_PAGES
@@ -170,7 +170,7 @@ def run(config: Config, spark: SparkSession | None = None) -> list[RunSummary]:
     days = RunSummary(f"{JOB}: wcep_events (day pages)")
     inputs = storage.expand_inputs(config.dumps)
     spark = spark or spark_session("augury-ingest-wikipedia")
-    with st.corpus_session(spark), tempfile.TemporaryDirectory(prefix="augury-dumps-") as staging:
+    with corpus_session(spark), tempfile.TemporaryDirectory(prefix="augury-dumps-") as staging:
         paths = st.spark_paths(spark, inputs, staging)
         parsed = st.parse_inputs(spark, read_dump, parse_batches, paths)
         try:

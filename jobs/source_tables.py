@@ -16,7 +16,6 @@ import re
 import shutil
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -28,7 +27,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from jobs.spark import SESSION_CONF, has_s3a, spark_schema, write_partitioned
+from jobs.spark import has_s3a, spark_schema, write_partitioned
 from udfs import storage, wcep
 from udfs.report import RunSummary
 from udfs.schemas import SOURCE_REJECTED, UTC_TS, WCEP_EVENTS, WIKI_PAGES, TableSpec
@@ -37,8 +36,6 @@ log = logging.getLogger("augury.sources")
 
 PAGE, EVENT, DAY, REJECT = "page", "event", "day", "reject"
 BATCH_ROWS = 256  # rows per Arrow batch handed back to Spark (pages can be large)
-INPUT_BATCH_ROWS = 1000  # input rows per Arrow batch given to the parser
-_ARROW_BATCH = "spark.sql.execution.arrow.maxRecordsPerBatch"
 
 
 def _nullable_struct(schema: pa.Schema) -> pa.StructType:
@@ -60,24 +57,6 @@ PARSED = pa.schema(
     ]
 )
 PARSED_SPARK = from_arrow_schema(PARSED)
-
-
-@contextmanager
-def corpus_session(spark: SparkSession) -> Iterator[SparkSession]:
-    """Apply the corpus session settings (UTC, micros timestamps, dynamic partition overwrite) to
-    a session the caller may have built differently, and hand the parser small Arrow batches
-    (whole wiki pages are large) for as long as the job runs."""
-    for key, value in SESSION_CONF.items():
-        spark.conf.set(key, value)
-    previous = spark.conf.get(_ARROW_BATCH, None)
-    spark.conf.set(_ARROW_BATCH, str(INPUT_BATCH_ROWS))
-    try:
-        yield spark
-    finally:
-        if previous is None:
-            spark.conf.unset(_ARROW_BATCH)
-        else:
-            spark.conf.set(_ARROW_BATCH, previous)
 
 
 def reject_row(source: str, input_stem: str, item: str | None, reason: str, detail: str | None) -> dict:

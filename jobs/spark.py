@@ -6,6 +6,8 @@ import logging
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -24,6 +26,8 @@ SESSION_CONF = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.adaptive.enabled": "true",
 }
+ARROW_BATCH = "spark.sql.execution.arrow.maxRecordsPerBatch"
+INPUT_BATCH_ROWS = 1000  # rows per Arrow batch handed to a Python parser (corpus_session default)
 
 
 def spark_session(app_name: str, conf: dict[str, str] | None = None) -> SparkSession:
@@ -40,6 +44,24 @@ def spark_session(app_name: str, conf: dict[str, str] | None = None) -> SparkSes
     for key, value in SESSION_CONF.items():
         spark.conf.set(key, value)
     return spark
+
+
+@contextmanager
+def corpus_session(spark: SparkSession, batch_rows: int = INPUT_BATCH_ROWS) -> Iterator[SparkSession]:
+    """Apply the corpus session settings (UTC, micros timestamps, dynamic partition overwrite) to
+    a session the caller may have built differently, and hand Python parsers Arrow batches of
+    ``batch_rows`` rows (whole pages are large) for as long as the job runs."""
+    for key, value in SESSION_CONF.items():
+        spark.conf.set(key, value)
+    previous = spark.conf.get(ARROW_BATCH, None)
+    spark.conf.set(ARROW_BATCH, str(batch_rows))
+    try:
+        yield spark
+    finally:
+        if previous is None:
+            spark.conf.unset(ARROW_BATCH)
+        else:
+            spark.conf.set(ARROW_BATCH, previous)
 
 
 def spark_schema(spec: TableSpec, include_partitions: bool = True) -> StructType:
