@@ -14,10 +14,7 @@ import pyarrow as pa
 from pipelines.llm.stage import StageRunner
 from udfs import storage
 from udfs.eval_items import items_table
-
-
-def benchmark_uri(root: str, name: str, *parts: str) -> str:
-    return storage.join(root, "benchmarks", name, *parts)
+from udfs.layout import Layout
 
 
 def write_benchmark_table(
@@ -29,7 +26,7 @@ def write_benchmark_table(
     replace: str = "all",
 ) -> str:
     """Write one output table of a benchmark; returns its URI."""
-    uri = benchmark_uri(root, name, table_name)
+    uri = Layout(root).benchmark(name, table_name)
     storage.write_dataset(table, uri, partition_cols, replace=replace)
     return uri
 
@@ -82,8 +79,9 @@ def write_card(
         "prompt_versions": dict(sorted(runner.prompts_used.items())),
         "llm_cost": llm_cost(runner),
     }
-    storage.write_json(benchmark_uri(root, name, "dataset_card.json"), card)
-    storage.write_bytes(benchmark_uri(root, name, "dataset_card.md"), card_markdown(card).encode())
+    layout = Layout(root)
+    storage.write_json(layout.benchmark(name, "dataset_card.json"), card)
+    storage.write_bytes(layout.benchmark(name, "dataset_card.md"), card_markdown(card).encode())
     return card
 
 

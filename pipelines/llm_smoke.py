@@ -11,14 +11,13 @@ probability, and it repeats one input so the duplicate is computed once.
 
 from __future__ import annotations
 
-import argparse
-import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pyarrow as pa
 
-from pipelines.llm.config import LLMConfig, add_llm_args, from_args
 from pipelines.llm.stage import LLMStage, StagePlan, StageRunner
+from pipelines.options import StageOptions, main
+from udfs.layout import Layout
 from udfs.llm_parsing import ParseError
 from udfs.report import combined_table
 
@@ -57,15 +56,13 @@ STAGES = {
 
 
 @dataclass(frozen=True)
-class Config:
-    root: str
-    llm: LLMConfig = field(default_factory=LLMConfig)
-    force: bool = False
-    plan: bool = False
+class Config(StageOptions):
+    """The shared options only: the smoke inputs are fixed."""
 
 
 def run(config: Config) -> dict[str, pa.Table]:
     """Run the four smoke stages; returns their output tables by stage name."""
+    Layout(config.root).check_root(must_exist=False)
     runner = StageRunner(config.root, "llm_smoke", config.llm, force=config.force, plan_only=config.plan)
     countries = pa.table({"country": COUNTRIES})
     outputs = {
@@ -75,38 +72,11 @@ def run(config: Config) -> dict[str, pa.Table]:
         "likelihood": runner.run(STAGES["likelihood"], pa.table({"event": EVENTS})),
     }
     if config.plan:
-        print(plan_table(runner.plans))
+        print(StagePlan.table(runner.plans))
     else:
         print(combined_table(runner.summaries, f"llm_smoke on {config.llm.backend}:{config.llm.model}"))
     return outputs
 
 
-def plan_table(plans: list[StagePlan]) -> str:
-    """The requests and estimated tokens each stage would send."""
-    header = (
-        f"{'stage':<18}{'rows':>6}{'requests':>10}{'unique':>8}{'cached':>8}{'to run':>8}{'prompt tok':>12}"
-    )
-    lines = [header, "-" * len(header)]
-    for p in plans:
-        lines.append(
-            f"{p.stage:<18}{p.rows:>6}{p.requests_total:>10}{p.requests_unique:>8}"
-            f"{p.requests_cached:>8}{p.requests_to_compute:>8}{p.est_prompt_tokens:>12}"
-        )
-    return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--root", required=True, help="root URI for outputs (path, file:// or s3://)")
-    parser.add_argument("--force", action="store_true", help="recompute stages that already completed")
-    parser.add_argument("--plan", action="store_true", help="print requests and token estimates; run nothing")
-    add_llm_args(parser)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    run(Config(root=args.root, llm=from_args(args), force=args.force, plan=args.plan))
-
-
 if __name__ == "__main__":
-    main()
+    main("pipelines.llm_smoke", Config, run, __doc__)

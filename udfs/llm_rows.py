@@ -76,6 +76,7 @@ OUTPUT_FIELDS = [
     pa.field("prob", pa.float64()),  # verbalized probability
     pa.field("parse_ok", pa.bool_()),
     pa.field("parse_error", pa.string()),
+    pa.field("not_run", pa.bool_()),  # plan mode: no answer yet (neither kept nor failed)
     pa.field("input_tokens", pa.int32()),
     pa.field("output_tokens", pa.int32()),
     pa.field("latency_s", pa.float64()),

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from udfs import storage
+from udfs.layout import Layout
 
 UTC_TS = pa.timestamp("us", tz="UTC")
 
@@ -26,7 +27,7 @@ class TableSpec:
     partition_cols: tuple[str, ...] = ()
 
     def uri(self, root: str) -> str:
-        return storage.join(root, self.path)
+        return Layout(root).table(self)
 
     def read(self, root: str, **kwargs) -> pa.Table:
         return storage.read_table(self.uri(root), self.schema, self.partition_cols, **kwargs)

@@ -88,6 +88,11 @@ def is_dir(uri: str) -> bool:
     return fs.get_file_info(path).type == pafs.FileType.Directory
 
 
+def is_file(uri: str) -> bool:
+    fs, path = filesystem(uri)
+    return fs.get_file_info(path).type == pafs.FileType.File
+
+
 def delete(uri: str) -> None:
     """Remove a file or a directory tree if it exists."""
     fs, path = filesystem(uri)

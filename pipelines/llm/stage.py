@@ -8,18 +8,19 @@ each shard of responses durably as it arrives, and joins everything back into ou
 input columns plus the contract columns of ``udfs.llm_rows``. A parse failure is a row with
 ``parse_ok = false`` and a reason.
 
-Layout under ``<root>/<namespace>/<stage>/``: ``responses/shard-*.parquet`` (the request cache),
-``output/`` (the output rows) and ``_SUCCESS.json`` (the summary). An interrupted stage reruns
-only the requests no completed shard holds; a finished one reruns with zero requests. Engine
-errors are rows with reasons in the output, but never cached: the next run retries them.
+Layout under ``<root>/<namespace>/<stage>/``: ``responses/shard-*.parquet`` (the request cache,
+``pipelines.llm.cache``), ``output/`` (the output rows) and ``_SUCCESS.json`` (the summary). An
+interrupted stage reruns only the requests no completed shard holds; a finished one reruns with
+zero requests. Engine errors are rows with reasons in the output, but never cached: the next run
+retries them. ``force`` sends every request of the stage again (the new answers win over the
+cached ones; answers of other rows stay cached); ``plan_only`` computes nothing and marks the
+rows without a cached answer ``not_run``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import re
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,17 +28,17 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipelines.llm import cache
+from pipelines.llm.assemble import Unit, assemble
 from pipelines.llm.config import LLMConfig
 from udfs import storage
-from udfs.choice import ChoicePlan, plan_choice, resolve_choice
-from udfs.llm_parsing import ParseError, parse_verbalized_probability
+from udfs.choice import ChoicePlan, plan_choice
+from udfs.layout import Layout
 from udfs.llm_rows import (
     GENERATE,
     OPTION_SEPARATOR,
     OUTPUT_COLUMNS,
-    OUTPUT_FIELDS,
     REQUEST_SCHEMA,
-    RESPONSE_SCHEMA,
     SCORE,
     merge_sampling,
     request_key,
@@ -63,6 +64,8 @@ class LLMStage:
     ``{"choice": [...]}`` or ``{"regex": ...}`` (native on vLLM; choice only on the local engine).
     ``sampling_column`` names a column of per-row sampling overrides (a dict or a JSON string)
     applied over the prompt's defaults and ``sampling``; a ``seed`` there fixes the row's seed.
+    ``parse_prefix``: the parser reads the prompt's answer prefix followed by the generated text
+    (the prefix, e.g. ``Question:``, is the start of the answer it parses).
     """
 
     name: str
@@ -76,6 +79,7 @@ class LLMStage:
     seed: int = 0
     structured: dict[str, Any] | None = None
     sampling_column: str | None = None
+    parse_prefix: bool = False
 
     @property
     def prompt(self) -> Prompt:
@@ -95,17 +99,20 @@ class StagePlan:
     est_prompt_tokens: int
     max_output_tokens: int
 
-
-@dataclass
-class _Unit:
-    """One output row: an input row and a sample index, with its requests."""
-
-    row_index: int
-    sample_index: int
-    sampling: dict[str, Any]
-    keys: list[str]
-    options: list[str] | None = None
-    plan: ChoicePlan | None = None
+    @staticmethod
+    def table(plans: list[StagePlan]) -> str:
+        """The requests and estimated tokens each stage would send, one line per stage."""
+        header = (
+            f"{'stage':<24}{'rows':>7}{'requests':>10}{'unique':>8}{'cached':>8}{'to run':>8}"
+            f"{'prompt tok':>12}{'max out tok':>13}"
+        )
+        lines = [header, "-" * len(header)]
+        lines += [
+            f"{p.stage[:23]:<24}{p.rows:>7}{p.requests_total:>10}{p.requests_unique:>8}{p.requests_cached:>8}"
+            f"{p.requests_to_compute:>8}{p.est_prompt_tokens:>12}{p.max_output_tokens:>13}"
+            for p in plans
+        ]
+        return "\n".join(lines)
 
 
 class StageRunner:
@@ -166,21 +173,19 @@ class StageRunner:
 
     # ----------------------------------------------------------------- running
     def stage_uri(self, stage_name: str) -> str:
-        return storage.join(self.root, self.namespace, stage_name)
+        return Layout(self.root).stage(self.namespace, stage_name)
 
     def run(self, stage: LLMStage, rows: pa.Table) -> pa.Table:
         """Run one stage over ``rows``; returns the output rows (see module docstring)."""
         prompt = stage.prompt
         self.prompts_used[stage.name] = f"{prompt.id}@v{prompt.version}"
         uri = self.stage_uri(stage.name)
-        if self.force and not self.plan_only:
-            storage.delete(uri)
         summary = RunSummary(name=f"{self.namespace}/{stage.name}")
         rows = _drop_contract_columns(rows, stage)
         records = rows.to_pylist()
         units, requests = self._build_requests(stage, prompt, records)
         requests_total = sum(len(u.keys) for u in units)
-        cached = _load_responses(uri, set(requests))
+        cached = {} if self.force else cache.load_responses(uri, set(requests), stage.name)
         pending = [
             requests[k] for k in sorted(set(requests) - set(cached), key=lambda k: requests[k]["prompt_text"])
         ]
@@ -196,7 +201,14 @@ class StageRunner:
             responses = cached
         else:
             responses = {**cached, **self._execute(stage, uri, pending, summary)}
-        table = self._assemble(stage, prompt, rows, units, responses, summary)
+        identity = {
+            "stage": stage.name,
+            "prompt_id": prompt.id,
+            "prompt_version": prompt.version,
+            "model": self.llm.model,
+            "backend": self.llm.backend,
+        }
+        table = assemble(stage, prompt, identity, rows, units, responses, summary)
         summary.finish()
         if not self.plan_only:
             storage.write_dataset(table, storage.join(uri, "output"), replace="all")
@@ -207,7 +219,7 @@ class StageRunner:
 
     def _build_requests(
         self, stage: LLMStage, prompt: Prompt, records: list[dict[str, Any]]
-    ) -> tuple[list[_Unit], dict[str, dict[str, Any]]]:
+    ) -> tuple[list[Unit], dict[str, dict[str, Any]]]:
         if stage.samples < 1:
             raise ValueError("samples must be >= 1")
         kind = prompt.kind
@@ -215,7 +227,7 @@ class StageRunner:
         if structured and kind != "generate":
             raise ValueError(f"stage {stage.name}: structured output applies to generate prompts only")
         plans: dict[tuple, ChoicePlan] = {}
-        units: list[_Unit] = []
+        units: list[Unit] = []
         requests: dict[str, dict[str, Any]] = {}
         for index, record in enumerate(records):
             variables = stage.variables(record) if stage.variables else record
@@ -223,9 +235,11 @@ class StageRunner:
             row_sampling = _row_sampling(record, stage.sampling_column)
             for sample in range(stage.samples):
                 sampling = merge_sampling(prompt.sampling, stage.sampling, row_sampling)
+                if self.llm.max_new_tokens and kind != "choice":
+                    sampling["max_tokens"] = min(sampling["max_tokens"], self.llm.max_new_tokens)
                 base_seed = row_sampling.get("seed", stage.seed)
                 sampling["seed"] = sample_seed(base_seed, text, sample)
-                unit = _Unit(index, sample, sampling, [])
+                unit = Unit(index, sample, sampling, [])
                 if kind == "choice":
                     options = (
                         list(record[stage.options_column]) if stage.options_column else list(prompt.options)
@@ -313,15 +327,13 @@ class StageRunner:
         table = pa.Table.from_pylist(pending, schema=REQUEST_SCHEMA)
         block = max(self.llm.batch_size, 1) * 2
         ds = ray.data.from_arrow([table.slice(i, block) for i in range(0, table.num_rows, block)])
-        run_id = uuid.uuid4().hex[:8]
+        run_id = cache.new_run_id()
         got: dict[str, dict[str, Any]] = {}
         for shard, batch in enumerate(
             apply_backend(ds, self.llm).iter_batches(batch_size=self.llm.shard_size, batch_format="pyarrow")
         ):
             responses = responses_table(batch)
-            storage.write_table(
-                responses, storage.join(uri, "responses", f"shard-{run_id}-{shard:05d}.parquet")
-            )
+            cache.write_shard(uri, run_id, shard, responses)
             errors = responses.num_rows - pc.sum(pc.is_null(responses.column("engine_error"))).as_py()
             log.info(
                 "stage %s shard %d: %d responses, %d engine errors (%d/%d done)",
@@ -339,85 +351,6 @@ class StageRunner:
         summary.metrics["requests_computed"] = len(got)
         return got
 
-    # ----------------------------------------------------------------- assembling
-    def _assemble(
-        self,
-        stage: LLMStage,
-        prompt: Prompt,
-        rows: pa.Table,
-        units: list[_Unit],
-        responses: dict[str, dict[str, Any]],
-        summary: RunSummary,
-    ) -> pa.Table:
-        kind = prompt.kind
-        contract: dict[str, list[Any]] = {name: [] for name in OUTPUT_COLUMNS}
-        parsed: dict[str, list[Any]] = {f.name: [] for f in stage.parsed_schema}
-        input_tokens = output_tokens = 0
-        for unit in units:
-            values: dict[str, Any] = dict.fromkeys(OUTPUT_COLUMNS)
-            fields: dict[str, Any] = {}
-            answers = [responses.get(k) for k in unit.keys]
-            error = _first_error(answers)
-            values.update(
-                stage=stage.name,
-                prompt_id=prompt.id,
-                prompt_version=prompt.version,
-                model=self.llm.model,
-                backend=self.llm.backend,
-                request_kind=kind,
-                sample_index=unit.sample_index,
-                temperature=unit.sampling["temperature"],
-                top_p=unit.sampling["top_p"],
-                max_tokens=unit.sampling["max_tokens"],
-                seed=unit.sampling["seed"],
-                sampling_params=json.dumps(unit.sampling, sort_keys=True),
-                request_key=unit.keys[0] if unit.keys else None,
-                input_tokens=sum(a["input_tokens"] or 0 for a in answers if a),
-                output_tokens=sum(a["output_tokens"] or 0 for a in answers if a),
-                latency_s=sum(a["latency_s"] or 0.0 for a in answers if a),
-            )
-            if error:
-                values.update(parse_ok=False, parse_error=error)
-            elif kind == "choice":
-                probs, mass = resolve_choice(unit.plan, [a["score_logprobs"] for a in answers])
-                best = max(range(len(probs)), key=lambda j: (probs[j], -j))
-                values.update(
-                    options=unit.options,
-                    option_probs=probs,
-                    option_mass=mass,
-                    raw_text=unit.options[best],
-                    parse_ok=True,
-                )
-            else:
-                text = answers[0]["generated_text"] or ""
-                values["raw_text"] = text
-                try:
-                    if kind == "verbalized":
-                        values["prob"] = parse_verbalized_probability(text)["prob"]
-                    elif stage.parser is not None:
-                        fields = stage.parser(text)
-                    values["parse_ok"] = True
-                except ParseError as exc:
-                    values.update(parse_ok=False, parse_error=f"parse: {exc}")
-            input_tokens += values["input_tokens"]
-            output_tokens += values["output_tokens"]
-            for name in OUTPUT_COLUMNS:
-                contract[name].append(values[name])
-            for name in parsed:
-                parsed[name].append(fields.get(name))
-            if values["parse_ok"]:
-                summary.rows_written += 1
-            else:
-                summary.reject(_reason_code(values["parse_error"]))
-        summary.rows_read = len(units)
-        summary.metrics.update(input_tokens=input_tokens, output_tokens=output_tokens)
-        base = rows.take(pa.array([u.row_index for u in units], pa.int64())) if units else rows.slice(0, 0)
-        for f in OUTPUT_FIELDS:
-            base = base.append_column(f, pa.array(contract[f.name], f.type))
-        for f in stage.parsed_schema:
-            base = base.append_column(f, pa.array(parsed[f.name], f.type))
-        return base
-
 
 def _row_sampling(record: dict[str, Any], column: str | None) -> dict[str, Any]:
     if column is None or record.get(column) is None:
@@ -434,32 +367,3 @@ def _drop_contract_columns(rows: pa.Table, stage: LLMStage) -> pa.Table:
     if clash:
         log.debug("stage %s: dropping input columns %s (names of output columns)", stage.name, clash)
     return rows.drop_columns(clash)
-
-
-def _first_error(answers: list[dict[str, Any] | None]) -> str | None:
-    for a in answers:
-        if a is None:
-            return "engine: not run (--plan)"
-        if a["engine_error"]:
-            return f"engine: {a['engine_error']}"
-    return None
-
-
-def _reason_code(error: str | None) -> str:
-    """A countable reason: the error text with numbers masked and details after the first colon
-    of the message cut, e.g. ``parse: expected N items, got N``."""
-    text = re.sub(r"\d+", "N", error or "unknown")
-    head, _, rest = text.partition(": ")
-    return f"{head}: {rest.split(':', 1)[0][:80]}" if rest else head[:80]
-
-
-def _load_responses(uri: str, wanted: set[str]) -> dict[str, dict[str, Any]]:
-    """Answered responses already on disk for the wanted request keys. Engine errors (an outage,
-    an out-of-memory batch, a prompt over the length limit) stay in their shards as a record but
-    are not served from the cache: a rerun sends those requests again."""
-    found: dict[str, dict[str, Any]] = {}
-    for file in storage.list_files(storage.join(uri, "responses"), ".parquet"):
-        for record in storage.read_table(file, RESPONSE_SCHEMA).to_pylist():
-            if record["request_key"] in wanted and record["engine_error"] is None:
-                found[record["request_key"]] = record
-    return found

@@ -1,0 +1,190 @@
+"""The bookkeeping of one build: every step's summary and every dropped row with its reason.
+
+LLM stages report through the stage runner (rows in = parsed + failed); a builder's own steps
+(filters, checks, samplers) report here the same way (``keep`` / ``drop``), so the printed table
+reconciles line by line. Every dropped row of every builder lands in one ``rejected`` table with
+one schema (``REJECTED_SCHEMA``), at ``benchmarks/<name>/rejected``:
+
+- ``stage`` the step or LLM stage that dropped it, ``reason`` a countable code (LLM stages:
+  ``parse_error``, ``engine_error`` or ``not_run``), ``detail`` the particulars;
+- ``unit`` what was dropped (``article``, ``question``, ``event``, …), ``item_id`` its id,
+  ``parent_id`` the unit it belongs to (a complex event, a TCE, a question);
+- ``raw_text`` the model's answer at that stage, ``not_run`` true for plan-mode rows that have
+  no answer yet, ``record`` the builder's own fields of the row as JSON, ``date`` the day the
+  unit belongs to (Daily Oracle partitions by it).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipelines.llm.stage import LLMStage, StageRunner
+from udfs import storage
+from udfs.layout import Layout
+from udfs.report import RunSummary, combined_table
+
+REJECTED_SCHEMA = pa.schema(
+    [
+        pa.field("stage", pa.string(), nullable=False),
+        pa.field("reason", pa.string(), nullable=False),
+        pa.field("detail", pa.string()),
+        pa.field("unit", pa.string(), nullable=False),
+        pa.field("item_id", pa.string()),
+        pa.field("parent_id", pa.string()),
+        pa.field("raw_text", pa.string()),
+        pa.field("not_run", pa.bool_(), nullable=False),
+        pa.field("record", pa.string()),
+        pa.field("date", pa.date32()),
+    ]
+)
+DETAIL_CHARS = 500
+RAW_CHARS = 4000
+
+
+def failure_reason(row: dict[str, Any]) -> str:
+    """Why an LLM stage row failed: ``not_run``, ``engine_error`` or ``parse_error``."""
+    if row.get("not_run"):
+        return "not_run"
+    return "engine_error" if (row["parse_error"] or "").startswith("engine") else "parse_error"
+
+
+class Ledger:
+    """Summaries in run order and rejected rows of one build (``runner.namespace`` is its name)."""
+
+    def __init__(self, runner: StageRunner):
+        self.runner = runner
+        self.name = runner.namespace
+        self.summaries: list[RunSummary] = []
+        self.rejected: list[dict[str, Any]] = []
+
+    # ---------------------------------------------------------------- builder steps
+    def step(self, name: str) -> RunSummary:
+        """Start the summary of a builder step (not an LLM stage)."""
+        summary = RunSummary(name=f"{self.name}/{name}")
+        self.summaries.append(summary)
+        return summary
+
+    @staticmethod
+    def keep(summary: RunSummary, n: int = 1) -> None:
+        """Count ``n`` rows read and kept by a step."""
+        summary.rows_read += n
+        summary.rows_written += n
+
+    def drop(
+        self,
+        summary: RunSummary | None,
+        reason: str,
+        *,
+        unit: str,
+        item_id: str | None,
+        parent_id: str | None = None,
+        detail: str | None = None,
+        raw_text: str | None = None,
+        record: dict[str, Any] | None = None,
+        date: dt.date | None = None,
+        stage: str | None = None,
+    ) -> None:
+        """Record a dropped row; with a summary, count it there as read and rejected."""
+        if summary is not None:
+            summary.rows_read += 1
+            summary.reject(reason)
+        self.rejected.append(
+            {
+                "stage": stage or (summary.name.split("/", 1)[-1] if summary else "unknown"),
+                "reason": reason,
+                "detail": (detail or "")[:DETAIL_CHARS] or None,
+                "unit": unit,
+                "item_id": item_id,
+                "parent_id": parent_id,
+                "raw_text": (raw_text or "")[:RAW_CHARS] or None,
+                "not_run": False,
+                "record": json.dumps(record, default=str, sort_keys=True) if record else None,
+                "date": date,
+            }
+        )
+
+    def close(self, summary: RunSummary) -> RunSummary:
+        """Finish a step's summary; its counts must reconcile."""
+        summary.finish()
+        if not summary.reconciles:
+            raise AssertionError(f"{summary.name}: counts do not reconcile\n{summary.table()}")
+        return summary
+
+    # ---------------------------------------------------------------- LLM stages
+    def run(
+        self,
+        stage: LLMStage,
+        rows: pa.Table | list[dict[str, Any]],
+        *,
+        unit: str,
+        id_column: str,
+        parent_column: str | None = None,
+        date_column: str | None = None,
+        record_columns: Sequence[str] = (),
+    ) -> pa.Table:
+        """Run one LLM stage over ``rows`` (a table or row dicts, empty allowed); every failed
+        row (``parse_ok`` false) is recorded as rejected. Returns the whole output: one row
+        per input row and sample, failed ones included."""
+        table = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(rows)
+        out = self.runner.run(stage, table)
+        self.summaries.append(self.runner.summaries[-1])
+        if out.num_rows != table.num_rows * stage.samples:
+            raise AssertionError(f"stage {stage.name}: {table.num_rows} rows in, {out.num_rows} out")
+        failed = out.filter(pc.invert(out.column("parse_ok")))
+        for row in failed.to_pylist():
+            self.rejected.append(
+                {
+                    "stage": stage.name,
+                    "reason": failure_reason(row),
+                    "detail": (row["parse_error"] or "")[:DETAIL_CHARS] or None,
+                    "unit": unit,
+                    "item_id": _text(row.get(id_column)),
+                    "parent_id": _text(row.get(parent_column)) if parent_column else None,
+                    "raw_text": (row["raw_text"] or "")[:RAW_CHARS] or None,
+                    "not_run": bool(row["not_run"]),
+                    "record": json.dumps({c: row.get(c) for c in record_columns}, default=str, sort_keys=True)
+                    if record_columns
+                    else None,
+                    "date": row.get(date_column) if date_column else None,
+                }
+            )
+        return out
+
+    # ---------------------------------------------------------------- outputs
+    def rejected_table(self) -> pa.Table:
+        return pa.Table.from_pylist(self.rejected, schema=REJECTED_SCHEMA)
+
+    def write_rejected(self, partition_cols: Sequence[str] = (), replace: str = "all") -> pa.Table:
+        """Write ``benchmarks/<name>/rejected`` and return it."""
+        table = self.rejected_table()
+        storage.write_dataset(table, self.uri(), partition_cols, replace=replace)
+        return table
+
+    def uri(self) -> str:
+        return Layout(self.runner.root).benchmark(self.name, "rejected")
+
+    def check(self) -> None:
+        """Every summary must reconcile (rows in = rows out + rows rejected)."""
+        unreconciled = [s.name for s in self.summaries if not s.reconciles]
+        if unreconciled:
+            raise AssertionError(f"counts do not reconcile in {unreconciled}")
+
+    def table(self) -> str:
+        """The run's summary table, one line per step and stage."""
+        llm = self.runner.llm
+        return combined_table(self.summaries, f"{self.name} on {llm.backend}:{llm.model}")
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def read_rejected(root: str, name: str) -> pa.Table:
+    """A builder's ``rejected`` table (any partitioning) in the one schema."""
+    return storage.read_table(Layout(root).benchmark(name, "rejected"), REJECTED_SCHEMA)
