@@ -209,6 +209,14 @@ def read_table(
     return dataset.to_table(columns=list(columns) if columns else None, filter=filter)
 
 
+def count_rows(uri: str) -> int:
+    """Rows of a Parquet table from its file footers (no data is read); 0 when absent."""
+    fs, path = filesystem(uri)
+    if fs.get_file_info(path).type == pafs.FileType.NotFound:
+        return 0
+    return ds.dataset(path, filesystem=fs, format="parquet", partitioning="hive").count_rows()
+
+
 def mark_done(uri: str, summary: dict[str, Any]) -> None:
     """Write the completion marker of a table or stage directory."""
     write_json(join(uri, MARKER), summary)

@@ -64,6 +64,24 @@ class Ledger:
         self.rejected: list[dict[str, Any]] = []
 
     # ---------------------------------------------------------------- builder steps
+    def inputs(self, *specs, any_of: bool = False) -> list:
+        """Check the root and the corpus tables a build reads (all of them, or ``any_of``) before
+        any work (``udfs.cli.InputError`` names what is missing); an ``inputs`` step records each
+        table's row count and notes an empty one. Returns the specs present."""
+        layout = Layout(self.runner.root)
+        present = layout.require(*specs, any_of=any_of)
+        step = self.step("inputs")
+        for spec in specs:
+            if spec not in present:
+                step.notes.append(f"{spec.path} is absent")
+                continue
+            rows = storage.count_rows(layout.table(spec))
+            step.metrics[f"{spec.name} rows"] = rows
+            if rows == 0:
+                step.notes.append(f"{spec.path} exists but is empty")
+        step.finish()
+        return present
+
     def step(self, name: str) -> RunSummary:
         """Start the summary of a builder step (not an LLM stage)."""
         summary = RunSummary(name=f"{self.name}/{name}")
