@@ -50,8 +50,10 @@ def option(
     positional: bool = False,
     repeat: bool = False,
     metavar: str | None = None,
+    clears: tuple[str, ...] = (),
 ) -> Any:
-    """A Config field that is also a command-line option."""
+    """A Config field that is also a command-line option. ``clears`` names fields that a preset
+    set and that this option, given explicitly, makes void (they return to their defaults)."""
     meta = {
         _KEY: {
             "help": help,
@@ -62,6 +64,7 @@ def option(
             "positional": positional,
             "repeat": repeat,
             "metavar": metavar,
+            "clears": clears,
         }
     }
     if default_factory is not _MISSING:
@@ -292,9 +295,12 @@ def parse(
         for name, (_, fields) in presets.items():
             if args.pop(name, False):
                 values.update(fields)
-        for opt in options:
-            if opt.dest in args:
-                values[opt.dest] = _check(opt, args[opt.dest])
+        given = [opt for opt in options if opt.dest in args]
+        for opt in given:
+            for name in opt.meta["clears"]:
+                values.pop(name, None)
+        for opt in given:
+            values[opt.dest] = _check(opt, args[opt.dest])
         for name, (_, sub, file_flag) in groups.items():
             nested_values = dict(values.get(name) or {})  # a preset gives a nested config as a dict
             if f"{name}.__file__" in args:

@@ -64,14 +64,16 @@ class Ledger:
         self.rejected: list[dict[str, Any]] = []
 
     # ---------------------------------------------------------------- builder steps
-    def inputs(self, *specs, any_of: bool = False) -> list:
-        """Check the root and the corpus tables a build reads (all of them, or ``any_of``) before
-        any work (``udfs.cli.InputError`` names what is missing); an ``inputs`` step records each
-        table's row count and notes an empty one. Returns the specs present."""
+    def inputs(self, *specs, any_of: bool = False, optional: Sequence = ()) -> list:
+        """Check the root and the corpus tables a build reads (all of ``specs``, or ``any_of``
+        them) before any work (``udfs.cli.InputError`` names what is missing); ``optional``
+        tables may be absent. An ``inputs`` step records each table's row count and notes an
+        empty or absent one. Returns the specs present."""
         layout = Layout(self.runner.root)
         present = layout.require(*specs, any_of=any_of)
+        present += [s for s in optional if storage.exists(layout.table(s))]
         step = self.step("inputs")
-        for spec in specs:
+        for spec in (*specs, *optional):
             if spec not in present:
                 step.notes.append(f"{spec.path} is absent")
                 continue

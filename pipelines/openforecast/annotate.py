@@ -15,11 +15,12 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from pipelines.llm.ledger import Ledger
+from pipelines.llm.stage import LLMStage
 from pipelines.openforecast.config import Config
-from pipelines.openforecast.ledger import Ledger
 from pipelines.openforecast.stages import date_stage, structured_stage, timeline_stage
 from udfs.openforecast import timeline as tl
-from udfs.openforecast.wiki import trim_words
+from udfs.text import first_words
 
 
 def _date(value: Any) -> str:
@@ -55,7 +56,14 @@ class Annotator:
         self.rounds: list[dict[str, Any]] = []
 
     def _text(self, doc: dict[str, Any]) -> str:
-        return trim_words(doc["text"], self.config.max_doc_words)
+        return first_words(doc["text"], self.config.max_doc_words)
+
+    def _run(
+        self, stage: LLMStage, rows: list[dict[str, Any]], id_column: str, unit: str = "ce"
+    ) -> list[dict]:
+        """An LLM stage over complex events (or their events); failed rows are recorded."""
+        out = self.ledger.run(stage, rows, unit=unit, id_column=id_column, parent_column="ce_id")
+        return out.to_pylist()
 
     def extract(self, ces: list[dict[str, Any]]) -> None:
         """Round 0: one extraction stage per source, over every CE's first document."""
@@ -76,9 +84,7 @@ class Annotator:
             ]
             if source == "wikipedia":
                 rows = [{k: v for k, v in r.items() if k != "date"} for r in rows]
-            picked = _pick(
-                self.ledger.run(timeline_stage(name, prompt_id, self.config, samples), rows, "title")
-            )
+            picked = _pick(self._run(timeline_stage(name, prompt_id, samples), rows, "title"))
             for ce in group:
                 row = picked[ce["ce_id"]]
                 doc = ce["docs"][0]
@@ -89,7 +95,7 @@ class Annotator:
                     action = "extract"
                 else:
                     reason = row["parse_error"] or "model answered None"
-                    self.ledger.drop(step, ce["ce_id"], ce["title"], "no_timeline", reason)
+                    self.ledger.drop(step, "no_timeline", unit="ce", item_id=ce["ce_id"], detail=reason)
                     action = "no_timeline"
                 self.rounds.append(
                     _provenance(
@@ -129,9 +135,9 @@ class Annotator:
                     }
                 )
             stage = timeline_stage(
-                f"timeline_r{rnd:02d}", "openforecast.complement", self.config, self.config.timeline_samples
+                f"timeline_r{rnd:02d}", "openforecast.complement", self.config.timeline_samples
             )
-            picked = _pick(self.ledger.run(stage, rows, "title"))
+            picked = _pick(self._run(stage, rows, "title"))
             to_merge = []
             for ce in active:
                 ce_id, row = ce["ce_id"], picked[ce["ce_id"]]
@@ -145,7 +151,9 @@ class Annotator:
                     self.timelines[ce_id] = answer
                 else:
                     reason = row["parse_error"] or "empty"
-                    self.ledger.drop(step, ce_id, f"round {rnd}", "complement_failed", reason)
+                    self.ledger.drop(
+                        step, "complement_failed", unit="ce", item_id=ce_id, detail=f"round {rnd}: {reason}"
+                    )
                 action = "complement" if answer else "kept_previous"
                 self._record(ce, rnd, row, action, before, tl.retention(before, answer) if answer else None)
             if to_merge:
@@ -191,8 +199,7 @@ class Annotator:
             }
             for ce, answer, _ in to_merge
         ]
-        stage = timeline_stage(f"merge_r{rnd:02d}", "openforecast.merge", self.config)
-        merged = _pick(self.ledger.run(stage, rows, "ce_id"))
+        merged = _pick(self._run(timeline_stage(f"merge_r{rnd:02d}", "openforecast.merge"), rows, "ce_id"))
         for ce, answer, complement_row in to_merge:
             ce_id, row = ce["ce_id"], merged[ce["ce_id"]]
             before = self.timelines[ce_id]
@@ -204,7 +211,13 @@ class Annotator:
                 self.ledger.keep(step)
                 self.timelines[ce_id] = result
             else:
-                self.ledger.drop(step, ce_id, f"round {rnd}", "merge_failed", row["parse_error"] or "empty")
+                self.ledger.drop(
+                    step,
+                    "merge_failed",
+                    unit="ce",
+                    item_id=ce_id,
+                    detail=f"round {rnd}: {row['parse_error'] or 'empty'}",
+                )
             self._record(ce, rnd, row, "merge" if result else "kept_previous", before, None)
 
     def adjust(self, ces: list[dict[str, Any]]) -> None:
@@ -219,18 +232,18 @@ class Annotator:
             }
             for ce in alive
         ]
-        out = _pick(
-            self.ledger.run(timeline_stage("adjust", "openforecast.adjust", self.config), rows, "title")
-        )
+        out = _pick(self._run(timeline_stage("adjust", "openforecast.adjust"), rows, "title"))
         step = self.ledger.step("adjust_guard")
         for ce in alive:
             ce_id, row = ce["ce_id"], out[ce["ce_id"]]
             before = self.timelines[ce_id]
             answer = list(row["events"] or []) if row["parse_ok"] else []
             if not row["parse_ok"]:
-                self.ledger.drop(step, ce_id, ce["title"], "adjust_failed", row["parse_error"])
+                self.ledger.drop(step, "adjust_failed", unit="ce", item_id=ce_id, detail=row["parse_error"])
             elif not tl.is_permutation(before, answer):
-                self.ledger.drop(step, ce_id, ce["title"], "not_a_permutation", tl.render(answer))
+                self.ledger.drop(
+                    step, "not_a_permutation", unit="ce", item_id=ce_id, detail=tl.render(answer)
+                )
             else:
                 self.ledger.keep(step)
                 self.timelines[ce_id] = answer
@@ -263,7 +276,9 @@ class Annotator:
             if events is None:
                 continue
             if len(events) < self.config.min_timeline_events:
-                self.ledger.drop(step, ce["ce_id"], ce["title"], "too_few_events", f"{len(events)} events")
+                self.ledger.drop(
+                    step, "too_few_events", unit="ce", item_id=ce["ce_id"], detail=f"{len(events)} events"
+                )
                 del self.timelines[ce["ce_id"]]
             else:
                 self.ledger.keep(step)
@@ -276,10 +291,8 @@ class Annotator:
             for ce_id, events in self.timelines.items()
             for i, text in enumerate(events)
         ]
-        stamps = self.ledger.run(
-            date_stage("timestamps", "openforecast.event_time", self.config), rows, "event"
-        )
-        shapes = self.ledger.run(structured_stage("structured", self.config), rows, "event")
+        stamps = self._run(date_stage("timestamps", "openforecast.event_time"), rows, "event", "event")
+        shapes = self._run(structured_stage("structured"), rows, "event", "event")
         described: dict[tuple[str, int], dict[str, Any]] = {}
         for s in stamps:
             described[(s["ce_id"], s["idx"])] = {

@@ -3,8 +3,10 @@
 Outputs under ``<root>/benchmarks/openforecast/``: ``ce``, ``ce_doc``, ``timeline_rounds`` (one
 provenance row per CE and round), ``atomic_event``, one table per task partitioned by split
 (``stf``, ``ltf``, ``aqa``, ``mcnc``, ``mcac``, ``vqa``), ``eval_items``, ``rejected`` (every
-dropped row with its stage and reason) and the dataset card. LLM stages keep their request
-caches and outputs under ``<root>/openforecast/<stage>/``.
+dropped row with its stage and reason, in the kit's one schema) and the dataset card. LLM
+stages keep their request caches and outputs under ``<root>/openforecast/<stage>/``. With
+``plan`` nothing is computed or written: the requests of every stage are printed (the
+complement rounds after the first depend on answers, so they show only cached work).
 """
 
 from __future__ import annotations
@@ -17,20 +19,19 @@ from typing import Any
 import pyarrow as pa
 
 from pipelines.benchmarks import write_benchmark_table, write_card, write_eval_items
-from pipelines.llm.stage import StageRunner
+from pipelines.llm.ledger import Ledger
+from pipelines.llm.stage import StagePlan, StageRunner
 from pipelines.openforecast.annotate import Annotator
 from pipelines.openforecast.collect import assign_splits, collect_wcep, collect_wikipedia
 from pipelines.openforecast.config import NAME, Config
-from pipelines.openforecast.ledger import Ledger
 from pipelines.openforecast.tasks import build_questions
-from udfs import storage
 from udfs.openforecast.dates import period
 from udfs.openforecast.items import eval_item
 from udfs.openforecast.questions import TASKS, AtomicEvent, CETimeline
 from udfs.openforecast.structured import load
 from udfs.openforecast.temporal import SPLITS
-from udfs.report import RunSummary, combined_table
-from udfs.schemas import WCEP_EVENTS, WIKI_PAGES
+from udfs.report import RunSummary
+from udfs.schemas import ARTICLES, WCEP_EVENTS, WIKI_PAGES
 
 log = logging.getLogger("augury.openforecast")
 
@@ -125,14 +126,15 @@ class BuildResult:
 
 
 def run(config: Config) -> BuildResult:
-    """Build the benchmark; returns its tables, card and step summaries."""
-    if not any(storage.exists(t.uri(config.root)) for t in (WIKI_PAGES, WCEP_EVENTS)):
-        raise FileNotFoundError(f"no corpus/wiki_pages or corpus/wcep_events under {config.root}")
-    runner = StageRunner(config.root, NAME, config.llm, force=config.force)
+    """Build the benchmark; returns its tables, card and step summaries (with ``plan``: the
+    summaries only, after printing the requests per stage)."""
+    runner = StageRunner(config.root, NAME, config.llm, force=config.force, plan_only=config.plan)
     ledger = Ledger(runner)
+    ledger.inputs(WIKI_PAGES, WCEP_EVENTS, any_of=True, optional=(ARTICLES,))
     cutoffs = config.cutoffs
     wcep = collect_wcep(config, ledger)  # first: it calls no model, so a bad story key fails fast
-    ces = assign_splits(collect_wikipedia(config, ledger) + wcep, cutoffs, ledger)
+    budget = None if config.limit is None else config.limit - len(wcep)
+    ces = assign_splits(collect_wikipedia(config, ledger, budget) + wcep, cutoffs, ledger)
 
     annotator = Annotator(config, ledger)
     annotator.extract(ces)
@@ -160,21 +162,25 @@ def run(config: Config) -> BuildResult:
         for ce_id, events in annotator.timelines.items()
     }
     samples = build_questions(config, ledger, timelines)
+    if config.plan:
+        print(StagePlan.table(runner.plans))
+        print("(later stages see only the rows whose earlier answers are cached)")
+        return BuildResult(tables={}, card={}, summaries=ledger.summaries)
 
     tables = _tables(ces, annotator, described, samples, ledger)
     for name, table in tables.items():
         if name in TASKS:
             write_benchmark_table(config.root, NAME, name, table, partition_cols=("split",))
-        elif name != "eval_items":
+        elif name == "rejected":
+            ledger.write_rejected()
+        else:
             write_benchmark_table(config.root, NAME, name, table)
     items = [eval_item(s, _resolve(s, timelines)) for task in TASKS for s in samples[task]]
     tables["eval_items"] = write_eval_items(config.root, NAME, items)
 
-    unreconciled = [s.name for s in ledger.summaries if not s.reconciles]
-    if unreconciled:
-        raise AssertionError(f"counts do not reconcile in {unreconciled}")
+    ledger.check()
     card = write_card(config.root, NAME, runner, _counts(tables, ledger, cutoffs, rounds), config)
-    print(combined_table(ledger.summaries, f"openforecast on {config.llm.backend}:{config.llm.model}"))
+    print(ledger.table())
     return BuildResult(tables=tables, card=card, summaries=ledger.summaries)
 
 

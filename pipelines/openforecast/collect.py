@@ -9,9 +9,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipelines.llm.ledger import Ledger
 from pipelines.llm.stage import LLMStage
 from pipelines.openforecast.config import Config
-from pipelines.openforecast.ledger import Ledger
 from pipelines.openforecast.stages import date_stage, heading_stage
 from udfs.ids import stable_id
 from udfs.openforecast import stories, wiki
@@ -25,8 +25,9 @@ LIGHT_COLUMNS = ["page_id", "title", "ns", "is_redirect", "n_words", "categories
 ARTICLE_COLUMNS = ["article_id", "canonical_url", "title", "text", "language"]
 
 
-def collect_wikipedia(config: Config, ledger: Ledger) -> list[dict[str, Any]]:
-    """Pages → event CEs: filters, LLM category (keep Event), LLM date (drop before 1950), heading."""
+def collect_wikipedia(config: Config, ledger: Ledger, budget: int | None) -> list[dict[str, Any]]:
+    """Pages → event CEs: filters, LLM category (keep Event), LLM date (drop before 1950), heading.
+    ``budget`` (the rest of ``--limit``) keeps the first candidates by title before any model call."""
     pages = WIKI_PAGES.read(config.root, columns=LIGHT_COLUMNS).to_pylist()
     wanted = set(config.wiki_titles)
     _check_names("page", wanted, {p["title"] for p in pages})
@@ -39,7 +40,7 @@ def collect_wikipedia(config: Config, ledger: Ledger) -> list[dict[str, Any]]:
             or (None if wiki.has_event_category(p["categories"]) else "no_event_category")
         )
         if reason:
-            ledger.drop(step, None, p["title"], reason)
+            ledger.drop(step, reason, unit="page", item_id=p["title"])
         else:
             passing.add((p["page_id"], p["dump"]))
     full = []
@@ -51,12 +52,14 @@ def collect_wikipedia(config: Config, ledger: Ledger) -> list[dict[str, Any]]:
             if (p["page_id"], p["dump"]) in passing
         ]
     candidates = []
-    for p in full:
-        if wiki.has_event_section(p["sections"]):
+    for p in sorted(full, key=lambda p: (p["title"], p["dump"])):
+        if not wiki.has_event_section(p["sections"]):
+            ledger.drop(step, "no_event_section", unit="page", item_id=p["title"])
+        elif budget is not None and len(candidates) >= max(budget, 0):
+            ledger.drop(step, "over_limit", unit="page", item_id=p["title"])
+        else:
             ledger.keep(step)
             candidates.append({**p, "ce_id": stable_id("wikipedia", p["dump"], p["page_id"])})
-        else:
-            ledger.drop(step, None, p["title"], "no_event_section")
     step.finish()
 
     rows = [
@@ -67,7 +70,7 @@ def collect_wikipedia(config: Config, ledger: Ledger) -> list[dict[str, Any]]:
         }
         for p in candidates
     ]
-    labelled = ledger.run(CATEGORY, rows, "title")
+    labelled = _run(ledger, CATEGORY, rows)
     step = ledger.step("wiki_events")
     events = {}
     for r in labelled:
@@ -77,7 +80,14 @@ def collect_wikipedia(config: Config, ledger: Ledger) -> list[dict[str, Any]]:
             ledger.keep(step)
             events[r["ce_id"]] = r
         else:
-            ledger.drop(step, r["ce_id"], r["title"], f"category: {r['raw_text']}")
+            ledger.drop(
+                step,
+                "not_an_event",
+                unit="page",
+                item_id=r["title"],
+                parent_id=r["ce_id"],
+                detail=r["raw_text"],
+            )
     step.finish()
 
     pages_by_id = {p["ce_id"]: p for p in candidates if p["ce_id"] in events}
@@ -85,14 +95,21 @@ def collect_wikipedia(config: Config, ledger: Ledger) -> list[dict[str, Any]]:
         {"ce_id": i, "title": p["title"], "article": wiki.date_text(p, config.max_doc_words)}
         for i, p in pages_by_id.items()
     ]
-    dated = ledger.run(date_stage("wiki_date", "openforecast.page_date", config), rows, "title")
+    dated = _run(ledger, date_stage("wiki_date", "openforecast.page_date"), rows)
     step = ledger.step("wiki_time_filter")
     kept = {}
     for r in dated:
         if not r["parse_ok"]:
             continue
         if period(r["ts"]).last_day < dt.date(config.min_year, 1, 1):
-            ledger.drop(step, r["ce_id"], r["title"], f"before_{config.min_year}", r["ts"])
+            ledger.drop(
+                step,
+                f"before_{config.min_year}",
+                unit="page",
+                item_id=r["title"],
+                parent_id=r["ce_id"],
+                detail=r["ts"],
+            )
         else:
             ledger.keep(step)
             kept[r["ce_id"]] = r["ts"]
@@ -107,8 +124,7 @@ def collect_wikipedia(config: Config, ledger: Ledger) -> list[dict[str, Any]]:
         for i in kept
     ]
     headings = {
-        r["ce_id"]: r["raw_text"] if r["parse_ok"] else None
-        for r in ledger.run(heading_stage(), rows, "title")
+        r["ce_id"]: r["raw_text"] if r["parse_ok"] else None for r in _run(ledger, heading_stage(), rows)
     }
     ces = []
     for ce_id, date_raw in kept.items():
@@ -148,7 +164,7 @@ def collect_wcep(config: Config, ledger: Ledger) -> list[dict[str, Any]]:
     selected = {}
     for key, events in groups.items():
         if wanted and key not in wanted:
-            ledger.drop(step, None, key, "not_selected")
+            ledger.drop(step, "not_selected", unit="story", item_id=key)
         else:
             selected[key] = events
     urls = sorted(
@@ -167,10 +183,12 @@ def collect_wcep(config: Config, ledger: Ledger) -> list[dict[str, Any]]:
         )
         articles = stories.article_index(table.to_pylist())
     assembled = []
-    for key, events in selected.items():
+    for key, events in sorted(selected.items()):
         ce = stories.assemble(key, events, articles, config.max_docs, config.wcep_min_events)
         if ce.reject_reason:
-            ledger.drop(step, ce.ce_id, key, ce.reject_reason)
+            ledger.drop(step, ce.reject_reason, unit="story", item_id=key, parent_id=ce.ce_id)
+        elif config.limit is not None and len(assembled) >= config.limit:
+            ledger.drop(step, "over_limit", unit="story", item_id=key, parent_id=ce.ce_id)
         else:
             ledger.keep(step)
             assembled.append(ce)
@@ -181,7 +199,7 @@ def collect_wcep(config: Config, ledger: Ledger) -> list[dict[str, Any]]:
     ces = []
     for ce in assembled:
         for doc, reason in ce.dropped_docs:
-            ledger.drop(docs_step, ce.ce_id, doc["event_text"], reason)
+            ledger.drop(docs_step, reason, unit="document", item_id=doc["event_text"], parent_id=ce.ce_id)
         ledger.keep(docs_step, len(ce.docs))
         ces.append(
             {
@@ -203,6 +221,11 @@ def collect_wcep(config: Config, ledger: Ledger) -> list[dict[str, Any]]:
     return ces
 
 
+def _run(ledger: Ledger, stage: LLMStage, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An LLM stage over Wikipedia candidate pages (failed rows are recorded by the ledger)."""
+    return ledger.run(stage, rows, unit="page", id_column="title", parent_column="ce_id").to_pylist()
+
+
 def _check_names(kind: str, wanted: set[str], present: set[str]) -> None:
     """A selected page or story that is not in the corpus is a typo, not an empty run."""
     missing = sorted(wanted - present)
@@ -218,7 +241,14 @@ def assign_splits(ces: list[dict[str, Any]], cutoffs: SplitCutoffs, ledger: Ledg
         ce_period = period(ce["ce_date_raw"])
         split = cutoffs.assign(ce_period)
         if split is None:
-            ledger.drop(step, ce["ce_id"], ce["title"], "after_test_end", ce["ce_date_raw"])
+            ledger.drop(
+                step,
+                "after_test_end",
+                unit="ce",
+                item_id=ce["title"],
+                parent_id=ce["ce_id"],
+                detail=ce["ce_date_raw"],
+            )
             continue
         cutoffs.check_ce(split, ce_period)
         ledger.keep(step)

@@ -3,48 +3,58 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 from pipelines.llm.config import LLMConfig
+from pipelines.options import RunOptions
+from udfs.cli import option
 from udfs.openforecast.temporal import PAPER_CUTOFFS, SplitCutoffs
 
 NAME = "openforecast"
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(RunOptions):
     """What to build and how.
 
     Splits: the paper's cutoffs unless ``test_start`` is given (the spec's rule for newer
-    corpora: the day after the evaluated models' latest knowledge cutoff). ``wiki_titles`` and
-    ``wcep_stories`` restrict the input to named pages / story keys (``A|B`` for a sub-story);
-    empty means all. ``max_doc_words`` cuts every document shown to the model (for models with
-    a short context); ``max_new_tokens`` caps every generation; ``timeline_samples`` is the
-    number of samples per WCEP timeline request (the first parseable one is kept).
+    corpora: the day after the evaluated models' latest knowledge cutoff). ``limit`` keeps the
+    first N complex-event candidates (WCEP stories by key, then Wikipedia pages by title) before
+    any model call.
     """
 
-    root: str
-    llm: LLMConfig = field(default_factory=LLMConfig)
-    force: bool = False
-    seed: int = 0
-    wiki_min_words: int = 200
-    min_year: int = 1950
-    wiki_titles: tuple[str, ...] = ()
-    wcep_stories: tuple[str, ...] = ()
-    wcep_min_events: int = 1
-    max_docs: int = 10
-    max_doc_words: int | None = None
-    timeline_samples: int = 3
-    min_timeline_events: int = 5
-    max_new_tokens: int | None = None
-    train_end: dt.date = PAPER_CUTOFFS.train_end
-    dev_end: dt.date = PAPER_CUTOFFS.dev_end
-    test_end: dt.date = PAPER_CUTOFFS.test_end
-    test_start: dt.date | None = None
+    wiki_min_words: int = option(200, help="shortest Wikipedia page considered (words)", min=1)
+    min_year: int = option(1950, help="complex events dated before this year are dropped")
+    wiki_titles: tuple[str, ...] = option(
+        (), help="only this Wikipedia page (repeatable; default: all)", flag="--wiki-title", repeat=True
+    )
+    wcep_stories: tuple[str, ...] = option(
+        (), help="only this WCEP story key, A|B (repeatable; default: all)", flag="--wcep-story", repeat=True
+    )
+    wcep_min_events: int = option(1, help="portal events a WCEP story needs", min=1)
+    max_docs: int = option(10, help="documents per WCEP complex event", min=1)
+    max_doc_words: int | None = option(None, help="cut every document shown to the model (words)", min=1)
+    timeline_samples: int = option(
+        3, help="samples per WCEP timeline request (the first parseable one is kept)", min=1
+    )
+    min_timeline_events: int = option(5, help="atomic events a final timeline needs", min=1)
+    train_end: dt.date = option(
+        PAPER_CUTOFFS.train_end, help="last day of the train split", clears=("test_start",)
+    )
+    dev_end: dt.date = option(PAPER_CUTOFFS.dev_end, help="last day of the dev split", clears=("test_start",))
+    test_end: dt.date = option(
+        PAPER_CUTOFFS.test_end, help="last day of the test split", clears=("test_start",)
+    )
+    test_start: dt.date | None = option(
+        None, help="first test day; derives the three split dates (instead of --train/dev/test-end)"
+    )
 
     def __post_init__(self) -> None:
-        if self.max_docs < 1 or self.timeline_samples < 1 or self.min_timeline_events < 1:
-            raise ValueError("max_docs, timeline_samples and min_timeline_events must be positive")
+        ends = (self.train_end, self.dev_end, self.test_end)
+        paper = (PAPER_CUTOFFS.train_end, PAPER_CUTOFFS.dev_end, PAPER_CUTOFFS.test_end)
+        if self.test_start is not None and ends != paper:
+            raise ValueError("--test-start derives the three split dates; give it or --train/dev/test-end")
         _ = self.cutoffs  # the split dates must be in order
 
     @property
@@ -62,19 +72,24 @@ DEMO_STORIES = (
     "Syrian conflict|SDF–Syrian transitional government clashes",
     "Sudanese cholera epidemic",
 )
+DEMO: dict[str, Any] = {
+    "wcep_stories": DEMO_STORIES,
+    "wcep_min_events": 5,
+    "max_docs": 2,
+    "max_doc_words": 120,
+    "timeline_samples": 1,
+    "min_timeline_events": 3,
+    "test_start": dt.date(2026, 3, 1),
+}
+DEMO_MAX_NEW_TOKENS = 40
+PRESETS = {
+    "demo": (
+        "the demo preset: 3 WCEP stories, small limits, 40 new tokens",
+        {**DEMO, "llm": {"max_new_tokens": DEMO_MAX_NEW_TOKENS}},
+    )
+}
 
 
 def demo_config(root: str, llm: LLMConfig | None = None) -> Config:
     """Small limits so every stage runs on the embedded CPU model in a few minutes."""
-    return Config(
-        root=root,
-        llm=llm or LLMConfig(),
-        wcep_stories=DEMO_STORIES,
-        wcep_min_events=5,
-        max_docs=2,
-        max_doc_words=120,
-        timeline_samples=1,
-        min_timeline_events=3,
-        max_new_tokens=40,
-        test_start=dt.date(2026, 3, 1),
-    )
+    return Config(root=root, llm=(llm or LLMConfig()).replace(max_new_tokens=DEMO_MAX_NEW_TOKENS), **DEMO)

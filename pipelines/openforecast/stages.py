@@ -1,8 +1,7 @@
 """The builder's LLM stages: prompt, parser, parsed columns and sampling, per stage name.
 
-Generation length is capped by ``Config.max_new_tokens`` (small models, demos); requests ask
-for structured output where a backend enforces it (vLLM: a JSON schema for structured events, a
-regex for dates); the parsers accept the same answers without it.
+Requests ask for structured output where a backend enforces it (vLLM: a JSON schema for
+structured events, a regex for dates); the parsers accept the same answers without it.
 """
 
 from __future__ import annotations
@@ -12,11 +11,9 @@ from typing import Any
 import pyarrow as pa
 
 from pipelines.llm.stage import LLMStage
-from pipelines.openforecast.config import Config
 from udfs.llm_parsing import ParseError
 from udfs.openforecast import questions, structured, timeline
 from udfs.openforecast.dates import extract_date
-from udfs.prompts import load_prompt
 
 DATE_REGEX = r"\s*(\d{4}(-\d{2}(-\d{2})?)?|Unknown)"
 EVENTS_SCHEMA = pa.schema([pa.field("events", pa.list_(pa.string()))])
@@ -45,47 +42,38 @@ def parse_optional_date(text: str) -> dict[str, str | None]:
     return {"ts": extract_date(text)}
 
 
-def _generate(
-    name: str, prompt_id: str, config: Config, parser: Any, schema: pa.Schema, **kwargs: Any
-) -> LLMStage:
-    sampling: dict[str, Any] = {}
-    if config.max_new_tokens:
-        default = load_prompt(prompt_id).sampling.get("max_tokens", config.max_new_tokens)
-        sampling["max_tokens"] = min(default, config.max_new_tokens)
-    return LLMStage(name, prompt_id, parser=parser, parsed_schema=schema, sampling=sampling, **kwargs)
+def _generate(name: str, prompt_id: str, parser: Any, schema: pa.Schema, **kwargs: Any) -> LLMStage:
+    return LLMStage(name, prompt_id, parser=parser, parsed_schema=schema, **kwargs)
 
 
 def heading_stage() -> LLMStage:
     return LLMStage("wiki_heading", "openforecast.page_heading")
 
 
-def date_stage(name: str, prompt_id: str, config: Config) -> LLMStage:
+def date_stage(name: str, prompt_id: str) -> LLMStage:
     parser = parse_required_date if prompt_id == "openforecast.page_date" else parse_optional_date
-    return _generate(name, prompt_id, config, parser, TS_SCHEMA, structured={"regex": DATE_REGEX})
+    return _generate(name, prompt_id, parser, TS_SCHEMA, structured={"regex": DATE_REGEX})
 
 
-def timeline_stage(name: str, prompt_id: str, config: Config, samples: int = 1) -> LLMStage:
-    return _generate(name, prompt_id, config, timeline.parse_timeline, EVENTS_SCHEMA, samples=samples)
+def timeline_stage(name: str, prompt_id: str, samples: int = 1) -> LLMStage:
+    return _generate(name, prompt_id, timeline.parse_timeline, EVENTS_SCHEMA, samples=samples)
 
 
-def structured_stage(name: str, config: Config) -> LLMStage:
+def structured_stage(name: str) -> LLMStage:
     return _generate(
         name,
         "openforecast.event_struct",
-        config,
         structured.parse_structured,
         STRUCTURED_SCHEMA,
         structured={"json": structured.JSON_SCHEMA},
     )
 
 
-def negatives_stage(config: Config) -> LLMStage:
+def negatives_stage() -> LLMStage:
     return _generate(
-        "mcnc_negatives", "openforecast.mcnc_negatives", config, questions.parse_negatives, NEGATIVES_SCHEMA
+        "mcnc_negatives", "openforecast.mcnc_negatives", questions.parse_negatives, NEGATIVES_SCHEMA
     )
 
 
-def mcac_stage(config: Config) -> LLMStage:
-    return _generate(
-        "mcac_questions", "openforecast.mcac_question", config, questions.parse_mcac, MCAC_SCHEMA
-    )
+def mcac_stage() -> LLMStage:
+    return _generate("mcac_questions", "openforecast.mcac_question", questions.parse_mcac, MCAC_SCHEMA)

@@ -12,12 +12,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipelines.llm.ledger import Ledger
+from pipelines.llm.stage import LLMStage
 from pipelines.openforecast.config import Config
-from pipelines.openforecast.ledger import Ledger
 from pipelines.openforecast.stages import mcac_stage, negatives_stage, structured_stage
 from udfs.openforecast import questions as q
 from udfs.openforecast.structured import load, really_happened
 from udfs.openforecast.timeline import render
+
+
+def _run(ledger: Ledger, stage: LLMStage, rows: list[dict], id_column: str = "sample_id") -> list[dict]:
+    """An LLM stage over question requests (failed rows are recorded by the ledger)."""
+    return ledger.run(stage, rows, unit="question", id_column=id_column, parent_column="ce_id").to_pylist()
 
 
 def _listing(events: list[str]) -> str:
@@ -35,7 +41,7 @@ def _sample(
             ledger.keep(step)
             drawn += got
         else:
-            ledger.drop(step, t.ce_id, t.ce_id, reason)
+            ledger.drop(step, reason, unit="ce", item_id=t.ce_id)
     step.metrics["drawn"] = len(drawn)
     step.finish()
     return drawn
@@ -73,7 +79,7 @@ def _mcnc(
         }
         for r in requests
     ]
-    answers = {a["sample_id"]: a for a in ledger.run(negatives_stage(config), rows, "sample_id")}
+    answers = {a["sample_id"]: a for a in _run(ledger, negatives_stage(), rows)}
     step = ledger.step("mcnc_check")
     checked = []
     for r in requests:
@@ -82,7 +88,14 @@ def _mcnc(
             continue
         problem = q.distractor_problem(r["true_event"], a["negatives"])
         if problem:
-            ledger.drop(step, r["ce_id"], r["sample_id"], problem, " | ".join(a["negatives"]))
+            ledger.drop(
+                step,
+                problem,
+                unit="question",
+                item_id=r["sample_id"],
+                parent_id=r["ce_id"],
+                detail=" | ".join(a["negatives"]),
+            )
         else:
             ledger.keep(step)
             checked.append((r, list(a["negatives"])))
@@ -95,7 +108,7 @@ def _mcnc(
     ]
     shapes = {
         (s["sample_id"], s["n"]): load(s["structured_json"]) if s["parse_ok"] else None
-        for s in ledger.run(structured_stage("negatives_structured", config), rows, "event")
+        for s in _run(ledger, structured_stage("negatives_structured"), rows, "event")
     }
     step = ledger.step("mcnc_leak_filter")
     mcnc, vqa = [], []
@@ -104,9 +117,23 @@ def _mcnc(
         future = [list(e.structured) if e.structured is not None else None for e in events[r["cut_idx"] :]]
         negative_shapes = [shapes[(r["sample_id"], n)] for n in range(len(negatives))]
         if any(not s for s in negative_shapes):
-            ledger.drop(step, r["ce_id"], r["sample_id"], "negative_unverifiable", "no structured events")
+            ledger.drop(
+                step,
+                "negative_unverifiable",
+                unit="question",
+                item_id=r["sample_id"],
+                parent_id=r["ce_id"],
+                detail="no structured events",
+            )
         elif any(really_happened(s, future) for s in negative_shapes):
-            ledger.drop(step, r["ce_id"], r["sample_id"], "negative_happened", " | ".join(negatives))
+            ledger.drop(
+                step,
+                "negative_happened",
+                unit="question",
+                item_id=r["sample_id"],
+                parent_id=r["ce_id"],
+                detail=" | ".join(negatives),
+            )
         else:
             ledger.keep(step)
             question = q.build_mcnc(r, negatives, config.seed)
@@ -129,7 +156,7 @@ def _mcac(config: Config, ledger: Ledger, requests: list[dict]) -> tuple[list[di
         }
         for r in requests
     ]
-    answers = {a["sample_id"]: a for a in ledger.run(mcac_stage(config), rows, "sample_id")}
+    answers = {a["sample_id"]: a for a in _run(ledger, mcac_stage(), rows)}
     step = ledger.step("mcac_check")
     aqa, mcac = [], []
     for r in requests:
@@ -138,7 +165,14 @@ def _mcac(config: Config, ledger: Ledger, requests: list[dict]) -> tuple[list[di
             continue
         problem = q.distractor_problem(a["true_answer"], a["wrong_answers"])
         if problem:
-            ledger.drop(step, r["ce_id"], r["sample_id"], problem, " | ".join(a["wrong_answers"]))
+            ledger.drop(
+                step,
+                problem,
+                unit="question",
+                item_id=r["sample_id"],
+                parent_id=r["ce_id"],
+                detail=" | ".join(a["wrong_answers"]),
+            )
             continue
         ledger.keep(step)
         pair = q.build_argument_pair(r, a, config.seed)

@@ -18,6 +18,7 @@ import pytest
 from pipelines.llm.config import LLMConfig
 from pipelines.openforecast import Config, run
 from udfs import storage
+from udfs.cli import InputError
 from udfs.openforecast.dates import period
 from udfs.openforecast.questions import TASKS
 
@@ -225,7 +226,8 @@ def test_counts_reconcile_at_every_stage_and_rejections_are_rows(scripted):
     reasons = {(r["stage"], r["reason"]) for r in rejected}
     assert ("adjust_guard", "not_a_permutation") in reasons
     assert ("mcnc_leak_filter", "negative_happened") in reasons
-    assert ("wiki_events", "category: Organization") in reasons
+    assert ("wiki_events", "not_an_event") in reasons
+    assert {r["detail"] for r in rejected if r["reason"] == "not_an_event"} == {"Organization"}
     assert ("wcep_documents", "beyond_max_docs") in reasons
     assert all(r["reason"] for r in rejected)
 
@@ -268,8 +270,48 @@ def test_typos_and_missing_corpus_fail_before_any_model_call(corpus_root, tmp_pa
         run(Config(root=corpus_root, wcep_stories=("Syrian conflict|No such story",)))
     with pytest.raises(ValueError, match="no page named"):
         run(Config(root=corpus_root, wiki_titles=("Asda", "Nowhere page")))
-    with pytest.raises(FileNotFoundError, match="no corpus"):
+    with pytest.raises(InputError, match="none of corpus/wiki_pages, corpus/wcep_events under"):
         run(Config(root=str(tmp_path)))
+
+
+def test_plan_with_a_limit_runs_no_model_and_writes_nothing(ray_local, root_with_corpus, monkeypatch, capsys):
+    import dataclasses
+
+    import pipelines.llm.backends as backends
+
+    monkeypatch.setattr(
+        backends, "apply_backend", lambda *a, **k: pytest.fail("plan must not run the engine")
+    )
+    config = dataclasses.replace(_config(root_with_corpus), plan=True, limit=2)
+    result = run(config)
+    by_name = {s.name.split("/", 1)[1]: s for s in result.summaries}
+    assert by_name["wcep_stories"].rows_written == 2 and by_name["wcep_stories"].rejected["over_limit"] == 1
+    assert by_name["wiki_filter"].rows_written == 0 and by_name["wiki_filter"].rejected["over_limit"] > 0
+    assert by_name["timeline_r00"].rejected == {"not_run": 2}
+    assert "timeline_r00" in capsys.readouterr().out
+    assert not storage.exists(storage.join(config.root, "benchmarks", "openforecast"))
+
+
+def test_command_line_errors_are_one_line_before_any_work(tmp_path, capsys):
+    from pipelines.openforecast.__main__ import parse_args
+    from pipelines.options import main
+
+    a_file = tmp_path / "a_file.txt"
+    a_file.write_text("not a root")
+    for root, message in (
+        (tmp_path / "typo_dir", "does not exist"),
+        (a_file, "is a file, not a directory"),
+        (tmp_path, "none of corpus/wiki_pages, corpus/wcep_events under"),
+    ):
+        with pytest.raises(SystemExit) as exc:
+            main("pipelines.openforecast", Config, run, None, ["--root", str(root)])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("python -m pipelines.openforecast: error: ") and message in err
+    for argv in (["--limit", "-3"], ["--max-docs", "0"], ["--test-start", "2026-13-01"]):
+        with pytest.raises(SystemExit):
+            parse_args(["--root", str(tmp_path), *argv])
+        assert "python -m pipelines.openforecast: error: argument" in capsys.readouterr().err
 
 
 # ----------------------------------------------------------------------------- local model
@@ -283,8 +325,8 @@ def test_local_model_runs_every_stage(ray_local, root_with_corpus):
         max_doc_words=60,
         timeline_samples=1,
         min_timeline_events=1,
-        max_new_tokens=16,
         test_start=TEST_START,
+        llm=LLMConfig(max_new_tokens=16),
     )
     result = run(config)
     names = [s.name.split("/", 1)[1] for s in result.summaries]

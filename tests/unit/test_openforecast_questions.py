@@ -301,7 +301,7 @@ def _ledger(tmp_path):
     from pipelines.llm.config import LLMConfig
     from pipelines.llm.stage import StageRunner
     from pipelines.openforecast import Config
-    from pipelines.openforecast.ledger import Ledger
+    from pipelines.llm.ledger import Ledger
 
     config = Config(root=str(tmp_path), llm=LLMConfig(backend="scripted", script={}))
     return config, Ledger(StageRunner(config.root, "openforecast", config.llm))

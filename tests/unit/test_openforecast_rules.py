@@ -6,6 +6,7 @@ import datetime as dt
 import pytest
 
 from udfs.openforecast import stories, timeline, wiki
+from udfs.text import first_words
 from udfs.urls import norm_url
 
 
@@ -86,7 +87,8 @@ def test_classification_and_date_inputs():
     assert len(wiki.classification_text(page)) == wiki.CATEGORY_INPUT_CHARS
     date = wiki.date_text(page)
     assert "After" in date and "BBB" not in date  # the date input skips Background
-    assert wiki.trim_words("a b c d", 2) == "a b" and wiki.trim_words("a b", None) == "a b"
+    assert first_words("a b c d", 2) == "a b" and first_words("a\nb", None) == "a\nb"
+    assert first_words("a\nb", 5) == "a\nb" and first_words(None, 3) == ""
 
 
 def _event(text, day, position=0, path=(), urls=(), category="Law and crime"):

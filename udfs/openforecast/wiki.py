@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from udfs.text import first_words
+
 # Section titles that mark a page as event-like: the paper's four plus the released code's list.
 EVENT_SECTION_TITLES = frozenset(
     {
@@ -101,14 +103,6 @@ def _render(lead: str | None, sections: Sequence[dict[str, Any]]) -> str:
     return "\n\n".join(parts)
 
 
-def trim_words(text: str, max_words: int | None) -> str:
-    """The text cut after ``max_words`` whitespace tokens (unchanged when None or short enough)."""
-    if max_words is None:
-        return text
-    words = text.split()
-    return text if len(words) <= max_words else " ".join(words[:max_words])
-
-
 def word_count(text: str) -> int:
     return len(text.split())
 
@@ -116,14 +110,14 @@ def word_count(text: str) -> int:
 def classification_text(page: dict[str, Any], max_words: int | None = None) -> str:
     """Lead plus the Background and Description sections, cut to 5,000 characters."""
     sections = _select(page["sections"] or [], lambda t: t in CATEGORY_SECTIONS)
-    return trim_words(_render(page["lead"], sections)[:CATEGORY_INPUT_CHARS], max_words)
+    return first_words(_render(page["lead"], sections)[:CATEGORY_INPUT_CHARS], max_words)
 
 
 def date_text(page: dict[str, Any], max_words: int | None = None) -> str:
     """Lead plus the sections that date an event, stopped after 5,000 words."""
     sections = _select(page["sections"] or [], lambda t: t in DATE_SECTIONS)
     limit = min(DATE_INPUT_WORDS, max_words) if max_words else DATE_INPUT_WORDS
-    return trim_words(_render(page["lead"], sections), limit)
+    return first_words(_render(page["lead"], sections), limit)
 
 
 def timeline_text(page: dict[str, Any], max_words: int | None = None) -> str:
@@ -132,4 +126,4 @@ def timeline_text(page: dict[str, Any], max_words: int | None = None) -> str:
     text = _render(page["lead"], _select(sections, lambda t: t not in EXCLUDED_SECTIONS))
     if word_count(text) > TIMELINE_INPUT_WORDS:
         text = _render(page["lead"], _select(sections, lambda t: t in EVOLUTION_SECTIONS))
-    return trim_words(text, max_words)
+    return first_words(text, max_words)
