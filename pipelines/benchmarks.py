@@ -74,7 +74,7 @@ def write_card(
         "benchmark": name,
         "built_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "counts": counts,
-        "config": _plain(config),
+        "config": plain(config),
         "model": {"backend": runner.llm.backend, "model": runner.llm.model},
         "prompt_versions": dict(sorted(runner.prompts_used.items())),
         "llm_cost": llm_cost(runner),
@@ -137,18 +137,18 @@ def _dict_lines(data: dict[str, Any], indent: int = 0) -> list[str]:
     return lines
 
 
-def _plain(config: Any) -> Any:
+def plain(config: Any) -> Any:
     """A config dataclass as JSON-ready data (scripts and other callables are left out)."""
     if dataclasses.is_dataclass(config):
         return {
-            f.name: _plain(getattr(config, f.name))
+            f.name: plain(getattr(config, f.name))
             for f in dataclasses.fields(config)
             if not callable(getattr(config, f.name)) and f.name != "script"
         }
     if isinstance(config, dict):
-        return {k: _plain(v) for k, v in config.items() if not callable(v)}
+        return {k: plain(v) for k, v in config.items() if not callable(v)}
     if isinstance(config, list | tuple):
-        return [_plain(v) for v in config]
+        return [plain(v) for v in config]
     if isinstance(config, dt.date | dt.datetime):
         return config.isoformat()
     return config

@@ -7,7 +7,8 @@ seed of every draw, sample and shuffle; ``--limit N`` at most N of the entry poi
 question, a day, a complex event, a TCE; for the evaluation, items per benchmark and task);
 ``--max-new-tokens`` (LLM group) caps every generated answer. An entry point's ``Config``
 derives from ``RunOptions`` (or ``StageOptions`` when it has no seeded work or units) and adds
-its own ``udfs.cli.option`` fields; ``main`` gives it its command line.
+its own ``udfs.cli.option`` fields (a ``__post_init__`` of its own calls ``super().__post_init__()``
+first, so the Python API checks ranges and choices too); ``main`` gives it its command line.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipelines.llm.config import LLMConfig, llm_option
-from udfs.cli import option, run_cli
+from udfs.cli import check_options, option, run_cli
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,10 @@ class StageOptions:
         "cached answers (answers of other work stay cached)",
     )
     plan: bool = option(False, help="print the LLM requests and token estimates per stage; write nothing")
+
+    def __post_init__(self) -> None:
+        """Choices and ranges of every option; subclasses with rules of their own call this first."""
+        check_options(self)
 
 
 @dataclass(frozen=True)

@@ -213,18 +213,22 @@ def _csv(item: Callable[[str], Any]) -> Callable[[str], list[Any]]:
 
 def _check(opt: _Option, value: Any) -> Any:
     """The value in its field's type, after the range and choice checks (ValueError on failure)."""
-    meta, flag = opt.meta, opt.meta["flag"] or "--" + opt.dest.split(".")[-1].replace("_", "-")
     if opt.shape.kind == "list":
-        flat = [v for part in value for v in (part if isinstance(part, list) else [part])]
-        value, items = tuple(flat), flat
+        value = tuple(v for part in value for v in (part if isinstance(part, list) else [part]))
     elif opt.shape.kind == "pairs":
         value = tuple(tuple(p) for p in value)
-        items = [v for p in value for v in p]
     elif opt.shape.kind == "fixed":
         value = tuple(value)
-        items = list(value)
-    else:
-        items = [value]
+    _validate(opt.meta, opt.meta["flag"] or "--" + opt.dest.split(".")[-1].replace("_", "-"), value)
+    return value
+
+
+def _validate(meta: dict[str, Any], flag: str, value: Any) -> None:
+    """Choices and ranges of one option's value (every element of a list or pair)."""
+    if value is None:
+        return
+    items = [value] if not isinstance(value, tuple | list) else list(value)
+    items = [v for item in items for v in (item if isinstance(item, tuple | list) else [item])]
     for v in items:
         if meta["choices"] and v not in meta["choices"]:
             raise ValueError(f"argument {flag}: {v!r} is not one of {', '.join(map(str, meta['choices']))}")
@@ -232,7 +236,15 @@ def _check(opt: _Option, value: Any) -> Any:
             raise ValueError(f"argument {flag}: must be at least {meta['min']}, got {v}")
         if meta["max"] is not None and v > meta["max"]:
             raise ValueError(f"argument {flag}: must be at most {meta['max']}, got {v}")
-    return value
+
+
+def check_options(config: Any) -> None:
+    """Choices and ranges of every option field of a Config instance (for the Python API, where
+    no parser checked them); call it from ``__post_init__``."""
+    for f in dataclasses.fields(config):
+        meta = f.metadata.get(_KEY)
+        if meta and not meta.get("nested"):
+            _validate(meta, meta["flag"] or "--" + f.name.replace("_", "-"), getattr(config, f.name))
 
 
 def build_parser(

@@ -22,6 +22,7 @@ import pyarrow as pa
 from udfs import storage
 from udfs.evaluate.leaderboard import baseline_results, drift_tables, leaderboard, ordering_uniform
 from udfs.evaluate.scoring import RESULT_SCHEMA
+from udfs.layout import Layout
 
 REJECTED_SCHEMA = pa.schema(
     [pa.field("item_id", pa.string()), pa.field("setting", pa.string()), pa.field("reason", pa.string())]
@@ -34,7 +35,7 @@ def model_slug(model: str) -> str:
 
 
 def eval_uri(root: str, *parts: str) -> str:
-    return storage.join(root, "eval", *parts)
+    return Layout(root).eval(*parts)
 
 
 def write_results(root: str, benchmark: str, model: str, rows: list[dict[str, Any]]) -> None:

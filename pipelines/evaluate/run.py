@@ -14,8 +14,6 @@ uniform and majority baselines) and the drift analysis are rebuilt from every re
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 import datetime as dt
 import logging
 import time
@@ -23,6 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipelines.benchmarks import plain
 from pipelines.evaluate import report
 from pipelines.evaluate.context import PAPER_RETRIEVAL, RETRIEVERS, Corpus, RetrievalConfig, retrieval_config
 from pipelines.evaluate.forecast import (
@@ -30,61 +29,90 @@ from pipelines.evaluate.forecast import (
     MODES,
     Options,
     Request,
-    judge_open,
     prepare,
     result_row,
     run_forecasts,
     settings_for,
 )
 from pipelines.evaluate.inputs import load_items, select
-from pipelines.llm.config import LLMConfig, add_llm_args, from_args
-from pipelines.llm.stage import StageRunner
-from pipelines.llm_smoke import plan_table
+from pipelines.evaluate.judge import judge_open
+from pipelines.llm.config import LLMConfig
+from pipelines.llm.stage import StagePlan, StageRunner
+from pipelines.options import RunOptions
 from udfs import retrieval, storage
+from udfs.cli import InputError, option
+from udfs.layout import Layout
 from udfs.report import RunSummary, combined_table
+from udfs.schemas import ARTICLES
 
 log = logging.getLogger("augury.evaluate")
 
 
 @dataclass(frozen=True)
-class Config:
-    root: str
-    llm: LLMConfig = field(default_factory=LLMConfig)
-    judge_llm: LLMConfig | None = None  # the LRAE / AQA judge (default: the forecaster's model)
-    benchmarks: tuple[str, ...] | None = None  # discovered benchmarks to evaluate (None: all)
-    forecastbench: tuple[tuple[str, str], ...] = ()  # (question set, resolution set) pairs
-    question_files: tuple[str, ...] = ()  # udfs.questions JSONL/Parquet files
-    forecastqa: tuple[str, ...] = ()  # ForecastQA public JSON files
-    forecastqa_split: str | None = None  # for ForecastQA files not named forecastQA_<split>_public.json
-    splits: tuple[str, ...] | None = None  # None: every split
-    limit: int | None = None  # at most this many items per (benchmark, task), a seeded sample
-    modes: tuple[str, ...] = MODES
-    retrievers: tuple[str, ...] = ("bm25",)
-    answer_formats: tuple[str, ...] = ("choice",)  # for yes/no, MC and binary items
+class Config(RunOptions):
+    """What to evaluate and how. ``limit``: at most N items per (benchmark, task), a seeded sample."""
+
+    judge_llm_config: str | None = option(
+        None, help="YAML LLMConfig of the LRAE / AQA judge [default: the forecaster's model]"
+    )
+    benchmarks: tuple[str, ...] | None = option(None, help="discovered benchmarks to evaluate [default: all]")
+    forecastbench: tuple[tuple[str, str], ...] = option(
+        (), help="a ForecastBench question set and its resolution set (repeatable)", metavar="FILE"
+    )
+    question_files: tuple[str, ...] = option(
+        (), help="a udfs.questions JSONL/Parquet file (repeatable)", flag="--questions", repeat=True
+    )
+    forecastqa: tuple[str, ...] = option((), help="a ForecastQA public JSON file (repeatable)", repeat=True)
+    forecastqa_split: str | None = option(
+        None,
+        help="split of ForecastQA files not named forecastQA_<split>_public.json",
+        choices=("train", "dev", "test"),
+    )
+    splits: tuple[str, ...] | None = option(None, help="splits to evaluate [default: all]")
+    modes: tuple[str, ...] = option(MODES, help="forecaster modes", choices=MODES)
+    retrievers: tuple[str, ...] = option(("bm25",), help="retrievers of the retrieval mode", choices=RETRIEVERS)
+    answer_formats: tuple[str, ...] = option(
+        ("choice",), help="answer formats of yes/no, MC and binary items", choices=ANSWER_FORMATS
+    )
+    k: int | None = option(None, help="documents per question, every benchmark [default: its paper's]", min=1)
+    doc_words: int | None = option(None, help="words shown per document, every benchmark", min=1)
+    chunk_words: int | None = option(None, help="index chunks of N words, every benchmark", min=1)
+    background_words: int = option(200, help="each background line cut to its first N words", min=1)
+    model_cutoff: dt.date | None = option(None, help="the forecaster's knowledge cutoff (R3)")
     retrieval: dict[str, RetrievalConfig] = field(default_factory=lambda: dict(PAPER_RETRIEVAL))
-    retrieval_override: dict[str, Any] = field(default_factory=dict)  # RetrievalConfig fields for all
-    background_words: int = 200  # each background line cut to its first N words
-    model_cutoff: dt.date | None = None  # the forecaster's knowledge cutoff (R3)
     open_answer_tasks: tuple[str, ...] = ("aqa",)  # open tasks answered in a few words (AQA judge)
     lrae_evidence_k: int = 5
     lrae_chunk_words: int = 100  # stage-2 passages: paragraphs, split to at most N words
     lrae_window_days: dict[str, int] = field(default_factory=lambda: {"stf": 3})
     dedup_threshold: float = 0.95  # predicted events more similar than this to an earlier one are dropped
-    max_new_tokens: int | None = None  # cap on the forecasters' generated tokens (CPU runs)
-    seed: int = 0
-    force: bool = False
-    plan: bool = False
 
     def __post_init__(self) -> None:
-        if set(self.modes) - set(MODES) or not self.modes:
-            raise ValueError(f"modes must be among {MODES}")
-        if set(self.retrievers) - set(RETRIEVERS) or not self.retrievers:
-            raise ValueError(f"retrievers must be among {RETRIEVERS}")
-        if set(self.answer_formats) - set(ANSWER_FORMATS) or not self.answer_formats:
-            raise ValueError(f"answer formats must be among {ANSWER_FORMATS}")
-        unknown = set(self.retrieval_override) - {f.name for f in dataclasses.fields(RetrievalConfig)}
-        if unknown:
-            raise ValueError(f"unknown retrieval settings {sorted(unknown)}")
+        super().__post_init__()
+        for name in ("modes", "retrievers", "answer_formats"):
+            if not getattr(self, name):
+                raise ValueError(f"--{name.replace('_', '-')} needs at least one value")
+
+    @property
+    def retrieval_override(self) -> dict[str, Any]:
+        """RetrievalConfig fields set for every benchmark."""
+        fields = {"k": self.k, "doc_words": self.doc_words, "chunk_words": self.chunk_words}
+        return {name: value for name, value in fields.items() if value is not None}
+
+    @property
+    def judge_llm(self) -> LLMConfig:
+        return LLMConfig.from_yaml(self.judge_llm_config) if self.judge_llm_config else self.llm
+
+    def check_inputs(self) -> None:
+        """The root, the question files and (for modes that read articles) the corpus."""
+        layout = Layout(self.root)
+        layout.check_root()
+        files = [*(f for pair in self.forecastbench for f in pair), *self.question_files, *self.forecastqa]
+        files += [self.judge_llm_config] if self.judge_llm_config else []
+        missing = [f for f in files if not storage.exists(f)]
+        if missing:
+            raise InputError(f"no such input file: {', '.join(missing)}")
+        if {"retrieval", "gold_context"} & set(self.modes):
+            layout.require(ARTICLES)
 
 
 @dataclass
@@ -119,6 +147,7 @@ def _evidence_index(corpus: Corpus, chunk_words: int):
 def run(config: Config) -> Outcome:
     """Evaluate every selected item in every setting; write results and reports."""
     started = time.time()
+    config.check_inputs()
     items, read_summary = load_items(
         config.root,
         config.benchmarks,
@@ -142,7 +171,7 @@ def run(config: Config) -> Outcome:
         dedup_threshold=config.dedup_threshold,
     )
     evidence = _evidence_index(corpus, config.lrae_chunk_words)
-    judge_llm = config.judge_llm or config.llm
+    judge_llm = config.judge_llm
     model = config.llm.model
     base = f"eval/_runs/{report.model_slug(model)}"
     runner = StageRunner(config.root, base, config.llm, force=config.force, plan_only=config.plan)
@@ -175,9 +204,9 @@ def run(config: Config) -> Outcome:
                 else:
                     requests.append(prepared)
             summary.finish()  # its time is the preparation (retrieval) time
-    outputs = run_forecasts(requests, runner, config.max_new_tokens)
+    outputs = run_forecasts(requests, runner)
     if config.plan:
-        print(plan_table(runner.plans))
+        print(StagePlan.table(runner.plans))
         return Outcome(len(items), [], {}, [*summaries, *runner.summaries])
     rows = [
         result_row(r, a, model, config.llm.backend, options) for r, a in zip(requests, outputs, strict=True)
@@ -234,98 +263,10 @@ def run(config: Config) -> Outcome:
             "retrieval": list(retrieval_log.values()),
             "prompt_versions": {**runner.prompts_used, **judge.prompts_used},
             "summaries": [s.to_dict() for s in all_summaries],
-            "config": _plain(config),
+            "config": plain(config),
             "seconds": round(time.time() - started, 1),
         },
     )
     print(combined_table(all_summaries, f"evaluate {model} on {config.llm.backend}"))
     print(f"leaderboard: {report.eval_uri(config.root, 'leaderboard.md')}")
     return Outcome(len(items), rows, reports, all_summaries)
-
-
-def _plain(config: Config) -> dict[str, Any]:
-    out = {}
-    for f in dataclasses.fields(config):
-        value = getattr(config, f.name)
-        if isinstance(value, LLMConfig):
-            value = (
-                {k: v for k, v in dataclasses.asdict(value).items() if k != "script"}
-                if value.script is None
-                else {
-                    "backend": value.backend,
-                    "model": value.model,
-                }
-            )
-        elif isinstance(value, dict):
-            value = {k: dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v for k, v in value.items()}
-        out[f.name] = value
-    return out
-
-
-def _csv(text: str) -> tuple[str, ...]:
-    return tuple(x.strip() for x in text.split(",") if x.strip())
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--root", required=True, help="root URI (path, file:// or s3://)")
-    parser.add_argument(
-        "--benchmarks", type=_csv, help="comma-separated discovered benchmarks (default: all)"
-    )
-    parser.add_argument(
-        "--forecastbench", nargs=2, action="append", default=[], metavar=("QUESTIONS", "RESOLUTIONS")
-    )
-    parser.add_argument(
-        "--questions", action="append", default=[], help="a udfs.questions JSONL/Parquet file"
-    )
-    parser.add_argument("--forecastqa", action="append", default=[], help="a ForecastQA public JSON file")
-    parser.add_argument("--forecastqa-split", choices=["train", "dev", "test"])
-    parser.add_argument("--splits", type=_csv, help="comma-separated splits (default: all)")
-    parser.add_argument("--limit", type=int, help="at most N items per (benchmark, task)")
-    parser.add_argument("--modes", type=_csv, default=MODES)
-    parser.add_argument("--retrievers", type=_csv, default=("bm25",))
-    parser.add_argument("--answer-formats", type=_csv, default=("choice",))
-    parser.add_argument("--k", type=int, help="documents per question (all benchmarks)")
-    parser.add_argument("--doc-words", type=int, help="words shown per document (all benchmarks)")
-    parser.add_argument("--chunk-words", type=int, help="index chunks of N words (all benchmarks)")
-    parser.add_argument("--background-words", type=int, default=200)
-    parser.add_argument("--max-new-tokens", type=int, help="cap on the forecasters' generated tokens")
-    parser.add_argument("--model-cutoff", type=dt.date.fromisoformat, help="the model's knowledge cutoff")
-    parser.add_argument("--judge-llm-config", help="YAML LLMConfig of the judge (default: the forecaster)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--force", action="store_true", help="recompute stages that already completed")
-    parser.add_argument("--plan", action="store_true", help="print requests and token estimates; run nothing")
-    add_llm_args(parser)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    override = {
-        name: value
-        for name, value in (("k", args.k), ("doc_words", args.doc_words), ("chunk_words", args.chunk_words))
-        if value is not None
-    }
-    run(
-        Config(
-            root=args.root,
-            llm=from_args(args),
-            judge_llm=LLMConfig.from_yaml(args.judge_llm_config) if args.judge_llm_config else None,
-            benchmarks=args.benchmarks,
-            forecastbench=tuple(tuple(pair) for pair in args.forecastbench),
-            question_files=tuple(args.questions),
-            forecastqa=tuple(args.forecastqa),
-            forecastqa_split=args.forecastqa_split,
-            splits=args.splits,
-            limit=args.limit,
-            modes=args.modes,
-            retrievers=args.retrievers,
-            answer_formats=args.answer_formats,
-            retrieval_override=override,
-            background_words=args.background_words,
-            max_new_tokens=args.max_new_tokens,
-            model_cutoff=args.model_cutoff,
-            seed=args.seed,
-            force=args.force,
-            plan=args.plan,
-        )
-    )

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from udfs.cli import nested, option, read_settings
+from udfs.cli import check_options, nested, option, read_settings
 
 BACKENDS = ("local", "http", "vllm", "scripted")
 LOCAL_MODEL = "gemma-3-270m"
@@ -22,7 +22,7 @@ LOCAL_MODEL = "gemma-3-270m"
 class LLMConfig:
     """Backend and engine settings. Fields that a backend does not use are ignored by it."""
 
-    backend: str = option("local", help="where the model runs", choices=BACKENDS[:3])
+    backend: str = option("local", help="where the model runs (scripted: tests only)", choices=BACKENDS)
     model: str | None = option(
         None,
         help="HF id or path (vllm), served model name (http); required for those two backends "
@@ -66,14 +66,9 @@ class LLMConfig:
     ray_num_cpus: int | None = None  # logical CPUs for a local ray.init (None: Ray's default)
 
     def __post_init__(self) -> None:
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
         if (self.backend == "scripted") != (self.script is not None):
             raise ValueError("the scripted backend needs a script, and only it takes one")
-        if self.batch_size < 1 or self.shard_size < 1 or self.concurrency < 1:
-            raise ValueError("batch_size, shard_size and concurrency must be positive")
-        if self.max_new_tokens is not None and self.max_new_tokens < 1:
-            raise ValueError("max_new_tokens must be positive")
+        check_options(self)
         if self.model is None:
             if self.backend in ("http", "vllm"):
                 raise ValueError(f"--model is required with the {self.backend} backend")

@@ -51,6 +51,7 @@ class Config(RunOptions):
     )
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         ends = (self.train_end, self.dev_end, self.test_end)
         paper = (PAPER_CUTOFFS.train_end, PAPER_CUTOFFS.dev_end, PAPER_CUTOFFS.test_end)
         if self.test_start is not None and ends != paper:

@@ -21,7 +21,7 @@ def test_local_model_end_to_end(ray_local, tmp_path, shared_data):
     questions = shared_data / "questions"
     config = evaluate.Config(
         root=root,
-        llm=LLMConfig(batch_size=8),
+        llm=LLMConfig(batch_size=8, max_new_tokens=40),
         forecastbench=(
             (
                 str(questions / "forecastbench_2024-07-21-human.json"),
@@ -30,9 +30,9 @@ def test_local_model_end_to_end(ray_local, tmp_path, shared_data):
         ),
         limit=2,
         modes=("closed_book", "retrieval"),
-        retrieval_override={"k": 2, "doc_words": 40},
+        k=2,
+        doc_words=40,
         background_words=60,
-        max_new_tokens=40,
     )
     outcome = evaluate.run(config)
     assert outcome.items == 2 + 2 + 2 + 1 + 1 + 1 + 2  # toy tf, mc, binary, order, stf, aqa + ForecastBench

@@ -152,7 +152,8 @@ def test_oracle_scores_exactly(ray_local, toy_root):
             retrievers=("bm25", "hybrid"),
             answer_formats=("choice", "verbalized"),
             model_cutoff=dt.date(2024, 4, 1),
-            retrieval_override={"k": 3, "doc_words": 40},
+            k=3,
+            doc_words=40,
         )
     )
     board = outcome.reports["leaderboard"]
@@ -245,3 +246,26 @@ def test_plan_renders_every_stage_and_writes_nothing(toy_root, capsys):
         assert stage in printed
     assert outcome.results == [] and not storage.exists(storage.join(toy_root, "eval", "leaderboard.parquet"))
     assert not storage.exists(storage.join(toy_root, "eval", "_runs"))
+
+
+def test_command_line_errors_are_one_line_before_any_work(toy_root, tmp_path, capsys):
+    import pipelines.evaluate.run as evaluation
+    from pipelines.options import main
+
+    def cli(*argv: str) -> str:
+        with pytest.raises(SystemExit) as exc:
+            main("pipelines.evaluate", evaluation.Config, evaluation.run, None, ["--root", *argv])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert err.startswith("python -m pipelines.evaluate: error: ")
+        return err
+
+    assert cli(toy_root, "--limit", "-3").endswith("argument --limit: must be at least 1, got -3")
+    assert cli(toy_root, "--limit", "0").endswith("argument --limit: must be at least 1, got 0")
+    assert "'bogus' is not one of closed_book, retrieval, gold_context" in cli(toy_root, "--modes", "bogus")
+    assert cli(toy_root, "--backend", "http").endswith("--model is required with the http backend")
+    assert "no such input file: " in cli(toy_root, "--questions", str(tmp_path / "missing.jsonl"))
+    assert "does not exist" in cli(str(tmp_path / "typo_root"))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "missing corpus/articles under" in cli(str(empty), "--modes", "retrieval")

@@ -130,6 +130,10 @@ def test_llm_options_need_a_model_for_served_backends(capsys):
             parse(Entry, ["--root", "r", *argv], "python -m x")
         assert capsys.readouterr().err.strip().endswith(message)
     assert LLMConfig(backend="vllm", model="m").model == "m"
+    with pytest.raises(ValueError, match="argument --limit: must be at least 1, got -3"):
+        Entry(root="r", limit=-3)  # the Python API checks ranges too
+    with pytest.raises(ValueError, match="argument --batch-size: must be at least 1"):
+        LLMConfig(batch_size=0)
 
 
 def test_input_errors_end_the_run_with_one_line(tmp_path, capsys):
