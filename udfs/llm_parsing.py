@@ -13,6 +13,26 @@ class ParseError(ValueError):
     """The model's text does not contain what the prompt asked for."""
 
 
+def check_output(output: dict[str, Any], text: str) -> None:
+    """Raise ParseError unless ``text`` is an answer of the declared ``output`` form (a JSON
+    document valid under the schema, a full match of the regex, or one of the choices)."""
+    ((how, value),) = output.items()
+    if how == "json":
+        import jsonschema
+
+        try:
+            jsonschema.validate(json.loads(text), value)
+        except json.JSONDecodeError as exc:
+            raise ParseError(f"output: not a JSON document ({exc.msg})") from exc
+        except jsonschema.ValidationError as exc:
+            raise ParseError(f"output: JSON does not match the schema ({exc.message[:120]})") from exc
+    elif how == "regex":
+        if re.fullmatch(value, text, flags=re.DOTALL) is None:
+            raise ParseError("output: the answer does not match the declared pattern")
+    elif text not in value:
+        raise ParseError("output: the answer is none of the declared choices")
+
+
 _STAR_DECIMAL = re.compile(r"\*\s*(0(?:\.\d+)?|1(?:\.0+)?|\.\d+)\s*\*")
 
 

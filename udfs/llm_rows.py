@@ -84,6 +84,13 @@ OUTPUT_FIELDS = [
 OUTPUT_COLUMNS = [f.name for f in OUTPUT_FIELDS]
 
 
+def cut_at_stop(text: str, stop: list[str] | None) -> str:
+    """Generated text up to its first stop string (the stop string itself excluded): every
+    backend returns it that way, whether or not its engine keeps the stop string."""
+    cuts = [text.find(s) for s in stop or () if s and s in text]
+    return text[: min(cuts)] if cuts else text
+
+
 def merge_sampling(*layers: dict[str, Any] | None) -> dict[str, Any]:
     """Later layers override earlier ones; unknown keys are an error (a typo never goes unnoticed)."""
     merged = dict(DEFAULT_SAMPLING)

@@ -3,8 +3,11 @@
 A prompt file declares its id (``<group>.<name>``, matching its path), an integer version, its
 purpose, the variables it takes, the output format it asks for, default sampling parameters, an
 optional system text, the user template, an optional ``answer_prefix`` (the start of the
-assistant turn, e.g. ``"Answer:"`` so a choice request scores the very next token) and an
-``example`` set of variables used by the golden render tests. Templates are Jinja2 rendered with
+assistant turn, e.g. ``"Answer:"`` so a choice request scores the very next token), for
+generate and verbalized prompts the ``output`` the answer must take, as data — ``{json: <JSON
+schema>}``, ``{regex: <pattern>}`` or ``{choice: [...]}`` — which engines enforce as structured
+output and the stage runner checks (``udfs.llm_parsing.check_output``), and an ``example`` set
+of variables used by the golden render tests. Templates are Jinja2 rendered with
 StrictUndefined: a missing variable is an error, never an empty string. Undeclared template
 variables and declared-but-unused ones are rejected at load time.
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +27,7 @@ import yaml
 
 PROMPTS_DIR = Path(os.environ.get("AUGURY_PROMPTS_DIR", Path(__file__).resolve().parents[1] / "prompts"))
 KINDS = ("generate", "choice", "verbalized")
+OUTPUT_KINDS = ("json", "regex", "choice")
 
 _ENV = jinja2.Environment(
     undefined=jinja2.StrictUndefined,
@@ -73,6 +78,7 @@ class Prompt:
     options: tuple[str, ...] = ()
     sampling: dict[str, Any] = field(default_factory=dict)
     example: dict[str, Any] = field(default_factory=dict)
+    output: dict[str, Any] | None = None  # {"json": schema} | {"regex": pattern} | {"choice": [...]}
 
     def render(self, variables: dict[str, Any]) -> Rendered:
         missing = [v for v in self.variables if v not in variables]
@@ -105,7 +111,7 @@ def parse_prompt(data: dict[str, Any], expected_id: str | None = None) -> Prompt
     absent = [k for k in required if k not in data]
     if absent:
         raise PromptError(f"prompt file {expected_id or data.get('id')}: missing keys {absent}")
-    unknown = set(data) - {*required, "system", "answer_prefix", "options", "sampling", "example"}
+    unknown = set(data) - {*required, "system", "answer_prefix", "options", "sampling", "example", "output"}
     if unknown:
         raise PromptError(f"prompt {data['id']}: unknown keys {sorted(unknown)}")
     if expected_id and data["id"] != expected_id:
@@ -124,6 +130,8 @@ def parse_prompt(data: dict[str, Any], expected_id: str | None = None) -> Prompt
         raise PromptError(f"prompt {data['id']}: declared variables never used {sorted(declared - used)}")
     if data["kind"] == "choice" and not data.get("answer_prefix"):
         raise PromptError(f"prompt {data['id']}: a choice prompt needs an answer_prefix to score after")
+    if "output" in data:
+        _check_output(data["id"], data["kind"], data["output"])
     return Prompt(
         id=data["id"],
         version=data["version"],
@@ -137,7 +145,32 @@ def parse_prompt(data: dict[str, Any], expected_id: str | None = None) -> Prompt
         options=tuple(data.get("options", ())),
         sampling=dict(data.get("sampling", {})),
         example=dict(data.get("example", {})),
+        output=data.get("output"),
     )
+
+
+def _check_output(prompt_id: str, kind: str, output: Any) -> None:
+    """An ``output`` declaration: one of json (a valid JSON schema), regex (a pattern that
+    compiles) or choice (a non-empty list of strings), on a generate or verbalized prompt."""
+    if kind == "choice":
+        raise PromptError(f"prompt {prompt_id}: a choice prompt scores its options; it declares no output")
+    if not isinstance(output, dict) or len(output) != 1 or next(iter(output)) not in OUTPUT_KINDS:
+        raise PromptError(f"prompt {prompt_id}: output must be one of {{json|regex|choice: ...}}")
+    ((how, value),) = output.items()
+    if how == "json":
+        import jsonschema
+
+        try:
+            jsonschema.Draft202012Validator.check_schema(value)
+        except jsonschema.SchemaError as exc:
+            raise PromptError(f"prompt {prompt_id}: output json is no JSON schema: {exc.message}") from exc
+    elif how == "regex":
+        try:
+            re.compile(value)
+        except (re.error, TypeError) as exc:
+            raise PromptError(f"prompt {prompt_id}: output regex does not compile: {exc}") from exc
+    elif not (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
+        raise PromptError(f"prompt {prompt_id}: output choice must be a non-empty list of strings")
 
 
 @functools.cache

@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from udfs.choice import ChoicePlan, resolve_choice
-from udfs.llm_parsing import ParseError, parse_verbalized_probability
+from udfs.llm_parsing import ParseError, check_output, parse_verbalized_probability
 from udfs.llm_rows import OUTPUT_COLUMNS, OUTPUT_FIELDS
 from udfs.prompts import Prompt
 from udfs.report import RunSummary
@@ -66,6 +66,7 @@ def assemble(
 ) -> pa.Table:
     """The output table of a stage (see the module docstring); fills ``summary``'s counts."""
     kind = prompt.kind
+    declared = stage.structured or prompt.output
     parser = stage.parser
     if parser is not None and stage.parse_prefix:
         parser = answer_turn(parser, prompt.answer_prefix)
@@ -110,6 +111,8 @@ def assemble(
             text = answers[0]["generated_text"] or ""
             values["raw_text"] = text
             try:
+                if declared:
+                    check_output(declared, text)
                 if kind == "verbalized":
                     values["prob"] = parse_verbalized_probability(text)["prob"]
                 elif parser is not None:

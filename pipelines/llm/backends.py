@@ -20,9 +20,9 @@ from typing import Any
 import pyarrow as pa
 
 from pipelines.llm.config import LLMConfig
-from udfs.llm_rows import GENERATE, RESPONSE_SCHEMA, SCORE
+from udfs.llm_rows import GENERATE, RESPONSE_SCHEMA, SCORE, cut_at_stop
 
-_CARRIED = ("request_key", "mode", "score_token_ids")
+_CARRIED = ("request_key", "mode", "score_token_ids", "stop")
 
 
 def apply_backend(ds, cfg: LLMConfig):
@@ -176,7 +176,9 @@ def vllm_response(row: dict) -> dict:
         logprobs = [_logprob_value(first.get(int(t), first.get(str(t)))) for t in row["score_token_ids"]]
     return {
         "request_key": row["request_key"],
-        "generated_text": row.get("generated_text") if row.get("mode") == GENERATE else None,
+        "generated_text": cut_at_stop(row["generated_text"], row.get("stop"))
+        if row.get("mode") == GENERATE and row.get("generated_text") is not None
+        else None,
         "score_logprobs": logprobs,
         "input_tokens": int(row.get("num_input_tokens") or 0),
         "output_tokens": int(row.get("num_generated_tokens") or 0),

@@ -7,7 +7,9 @@ OpenAI-compatible server. Two request modes:
 - ``generate``: batched decoding. Sampled rows draw from their own seeded generator inside a
   logits processor, so a row's output depends on its seed only, never on its batch-mates.
   Structured output: a ``choice`` constraint is honoured exactly (the most probable option
-  under scoring); JSON schemas and regexes are not enforced here — their parsers must cope.
+  under scoring); a JSON schema or a regex is enforced token by token with xgrammar
+  (``_GrammarMask``), the grammar-constrained decoding library vLLM itself uses: every step masks
+  the tokens the grammar forbids, and a row whose grammar is complete may only end.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 import pyarrow as pa
 
 from udfs.choice import plan_choice, resolve_choice
-from udfs.llm_rows import GENERATE, RESPONSE_SCHEMA, SCORE
+from udfs.llm_rows import GENERATE, RESPONSE_SCHEMA, SCORE, cut_at_stop
 
 log = logging.getLogger("augury.llm.local")
 
@@ -58,6 +60,35 @@ class _RowSampler:
             token = torch.multinomial(probs, 1, generator=self.generators[i])
             scores[i] = torch.full_like(scores[i], -math.inf)
             scores[i, token] = 0.0
+        return scores
+
+
+class _GrammarMask:
+    """Logits processor: each row follows its own xgrammar matcher. Before each step the token
+    chosen at the previous step is fed to the matcher; then the forbidden tokens are masked. A
+    row whose grammar is complete may only emit end-of-sequence."""
+
+    def __init__(self, compiled, rows: int, prompt_len: int, end_ids: list[int]):
+        import xgrammar as xgr
+
+        self.matchers = [xgr.GrammarMatcher(compiled) for _ in range(rows)]
+        self.bitmask = xgr.allocate_token_bitmask(rows, compiled.tokenizer_info.vocab_size)
+        self.prompt_len, self.end_ids = prompt_len, end_ids
+
+    def __call__(self, input_ids, scores):
+        import xgrammar as xgr
+
+        generated = input_ids.shape[1] > self.prompt_len
+        for i, matcher in enumerate(self.matchers):
+            if generated and not matcher.is_terminated():
+                matcher.accept_token(int(input_ids[i, -1]))
+            if matcher.is_terminated():
+                self.bitmask[i].fill_(0)
+                for t in self.end_ids:
+                    self.bitmask[i, t // 32] |= 1 << (t % 32)
+            else:
+                matcher.fill_next_token_bitmask(self.bitmask, i)
+        xgr.apply_token_bitmask_inplace(scores, self.bitmask.to(scores.device), vocab_size=scores.shape[-1])
         return scores
 
 
@@ -104,6 +135,8 @@ class LocalEngine:
         self.max_input_tokens = max_input_tokens
         eos = self.model.generation_config.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
+        self._compiler: Any = None
+        self._grammars: dict[str, Any] = {}
         log.info("local engine loaded %s in %.1f s", path, time.time() - started)
 
     def run(self, batch: pa.Table) -> pa.Table:
@@ -128,11 +161,39 @@ class LocalEngine:
             groups[(r["max_tokens"], tuple(r["stop"] or ()), r["structured"])].append(i)
         for (max_tokens, stop, structured), idx in groups.items():
             group_rows = [rows[i] for i in idx]
-            if structured and "choice" in json.loads(structured):
-                out.update(self._structured_choice(group_rows, idx, json.loads(structured)["choice"]))
+            constraint = json.loads(structured) if structured else {}
+            if "choice" in constraint:
+                out.update(self._structured_choice(group_rows, idx, constraint["choice"]))
             else:
-                out.update(self._generate(group_rows, idx, max_tokens, list(stop)))
+                grammar = self._grammar(structured) if constraint else None
+                out.update(self._generate(group_rows, idx, max_tokens, list(stop), grammar))
         return pa.Table.from_pylist([out[i] for i in range(len(rows))], schema=RESPONSE_SCHEMA)
+
+    def _grammar(self, structured: str):
+        """The compiled xgrammar grammar of a ``{"json": schema}`` or ``{"regex": ...}``
+        constraint, compiled once per engine."""
+        if structured not in self._grammars:
+            import xgrammar as xgr
+
+            if self._compiler is None:
+                info = xgr.TokenizerInfo.from_huggingface(
+                    self.tokenizer,
+                    vocab_size=self.model.config.vocab_size,
+                    stop_token_ids=sorted(self.eos_ids),
+                )
+                self._compiler = xgr.GrammarCompiler(info)
+            constraint = json.loads(structured)
+            if "json" in constraint:
+                schema = constraint["json"]
+                compiled = self._compiler.compile_json_schema(
+                    schema if isinstance(schema, str) else json.dumps(schema), any_whitespace=False
+                )
+            elif "regex" in constraint:
+                compiled = self._compiler.compile_regex(constraint["regex"])
+            else:
+                raise ValueError(f"unsupported structured output {sorted(constraint)}")
+            self._grammars[structured] = compiled
+        return self._grammars[structured]
 
     def _encode(self, texts: list[str]):
         return self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=True)
@@ -196,16 +257,23 @@ class LocalEngine:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
     def _generate(
-        self, rows: list[dict], idx: list[int], max_tokens: int, stop: list[str]
+        self, rows: list[dict], idx: list[int], max_tokens: int, stop: list[str], grammar: Any = None
     ) -> dict[int, dict]:
         import torch
 
         started = time.time()
         enc = self._encode([r["prompt_text"] for r in rows])
-        sampler = _RowSampler(
-            [float(r["temperature"] or 0.0) for r in rows],
-            [float(r["top_p"] or 1.0) for r in rows],
-            [int(r["seed"] or 0) for r in rows],
+        processors: list[Any] = []
+        if grammar is not None:  # the mask comes first: sampled rows draw from allowed tokens only
+            processors.append(
+                _GrammarMask(grammar, len(rows), enc["input_ids"].shape[1], sorted(self.eos_ids))
+            )
+        processors.append(
+            _RowSampler(
+                [float(r["temperature"] or 0.0) for r in rows],
+                [float(r["top_p"] or 1.0) for r in rows],
+                [int(r["seed"] or 0) for r in rows],
+            )
         )
         kwargs: dict[str, Any] = {}
         if stop:
@@ -215,7 +283,7 @@ class LocalEngine:
                 **enc,
                 max_new_tokens=int(max_tokens),
                 do_sample=False,
-                logits_processor=[sampler],
+                logits_processor=processors,
                 pad_token_id=self.tokenizer.pad_token_id,
                 **kwargs,
             )
@@ -231,15 +299,10 @@ class LocalEngine:
                     break
                 kept.append(t)
             text = self.tokenizer.decode(kept, skip_special_tokens=True)
-            text = _cut_at_stop(text, stop)
+            text = cut_at_stop(text, stop)
             n_out = min(len(new_ids), len(kept) + 1)
             result[i] = _response(row, text, None, lengths[k], n_out, share)
         return result
-
-
-def _cut_at_stop(text: str, stop: list[str]) -> str:
-    cuts = [text.find(s) for s in stop if s and s in text]
-    return text[: min(cuts)] if cuts else text
 
 
 def _response(

@@ -60,8 +60,9 @@ class LLMStage:
     ``parser`` (generate only) maps raw text to the ``parsed_schema`` columns or raises
     ParseError. ``options_column`` gives per-row options for a choice prompt (default: the
     prompt's own ``options``). ``samples`` > 1 duplicates each row with distinct seeds.
-    ``structured`` asks a generate request for structured output: ``{"json": schema}``,
-    ``{"choice": [...]}`` or ``{"regex": ...}`` (native on vLLM; choice only on the local engine).
+    ``structured`` overrides the prompt's declared ``output`` (``{"json": schema}``,
+    ``{"choice": [...]}`` or ``{"regex": ...}``), which every backend enforces as structured
+    output and the runner checks before the parser runs.
     ``sampling_column`` names a column of per-row sampling overrides (a dict or a JSON string)
     applied over the prompt's defaults and ``sampling``; a ``seed`` there fixes the row's seed.
     ``parse_prefix``: the parser reads the prompt's answer prefix followed by the generated text
@@ -223,9 +224,10 @@ class StageRunner:
         if stage.samples < 1:
             raise ValueError("samples must be >= 1")
         kind = prompt.kind
-        structured = json.dumps(stage.structured, sort_keys=True) if stage.structured else None
-        if structured and kind != "generate":
-            raise ValueError(f"stage {stage.name}: structured output applies to generate prompts only")
+        declared = output_of(stage, prompt)
+        structured = json.dumps(declared, sort_keys=True) if declared else None
+        if structured and kind == "choice":
+            raise ValueError(f"stage {stage.name}: a choice prompt scores its options; no structured output")
         plans: dict[tuple, ChoicePlan] = {}
         units: list[Unit] = []
         requests: dict[str, dict[str, Any]] = {}
@@ -259,7 +261,7 @@ class StageRunner:
                             for k, g in enumerate(node.token_group)
                         ]
                         unit.keys.append(key)
-                else:
+                else:  # generate and verbalized
                     unit.keys.append(self._add_request(requests, GENERATE, text, sampling, [], structured))
                 for key in unit.keys:
                     requests[key]["prompt_id"] = prompt.id
@@ -350,6 +352,11 @@ class StageRunner:
             raise RuntimeError(f"stage {stage.name}: engine returned no response for {len(missing)} requests")
         summary.metrics["requests_computed"] = len(got)
         return got
+
+
+def output_of(stage: LLMStage, prompt: Prompt) -> dict[str, Any] | None:
+    """The answer form a stage's requests must take: the stage's override or the prompt's own."""
+    return stage.structured or prompt.output
 
 
 def _row_sampling(record: dict[str, Any], column: str | None) -> dict[str, Any]:

@@ -162,7 +162,9 @@ def test_vllm_request_and_response_mapping():
         and params["stop"] == ["\n"]
     )
     failed = backends.vllm_response({**gen, "__inference_error__": "CUDA OOM"})
-    assert failed["engine_error"] == "CUDA OOM"
+    assert failed["engine_error"] == "CUDA OOM" and failed["generated_text"] is None
+    kept_stop = backends.vllm_response({**gen, "generated_text": "Paris\nand more"})
+    assert kept_stop["generated_text"] == "Paris"  # same text as the other backends give
 
 
 def test_http_processor_config_and_payloads(monkeypatch):

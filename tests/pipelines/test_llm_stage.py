@@ -1,7 +1,9 @@
 """The stage runner on the real embedded model through Ray Data: every request kind, parse
 failures as rows, duplicates computed once, resumption after an interruption, S3 roots."""
 
+import json
 import math
+import re
 
 import pyarrow as pa
 import pytest
@@ -204,3 +206,24 @@ def test_engine_errors_are_retried_on_the_next_run(ray_local, tmp_path):
     again = StageRunner(root, "t", outage)
     again.run(is_country, names)
     assert _metrics(again)["requests_computed"] == 0 and _metrics(again)["requests_cached"] == 2
+
+
+def test_json_and_regex_outputs_are_enforced_on_the_local_engine(ray_local, tmp_path):
+    """The embedded base model answers in the declared form whatever it would have said: the
+    engine masks every token the grammar forbids (xgrammar), and the runner checks the text."""
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string", "maxLength": 24}},
+        "required": ["city"],
+        "additionalProperties": False,
+    }
+    runner = StageRunner(str(tmp_path), "t", LLM)
+    as_json = LLMStage(
+        "capital_json", "smoke.capital", structured={"json": schema}, sampling={"max_tokens": 24}
+    )
+    out = runner.run(as_json, COUNTRIES.slice(0, 3)).to_pylist()
+    assert all(r["parse_ok"] for r in out), [r["parse_error"] for r in out]
+    assert all(isinstance(json.loads(r["raw_text"])["city"], str) for r in out)
+    as_regex = LLMStage("capital_regex", "smoke.capital", structured={"regex": r" [A-Z][a-z]{1,15}"})
+    out = runner.run(as_regex, COUNTRIES.slice(0, 3)).to_pylist()
+    assert all(r["parse_ok"] and re.fullmatch(r" [A-Z][a-z]{1,15}", r["raw_text"]) for r in out)

@@ -2,6 +2,7 @@ import pytest
 
 from udfs.llm_parsing import (
     ParseError,
+    check_output,
     first_json,
     json_string_list,
     labelled_fields,
@@ -66,3 +67,41 @@ def test_labelled_fields():
 
 def test_strip_answer():
     assert strip_answer(' "Paris." ') == "Paris"
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "year": {"type": "integer"}},
+    "required": ["city", "year"],
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize(
+    ("output", "text"),
+    [
+        ({"json": SCHEMA}, '{"city": "Paris", "year": 2021}'),
+        ({"regex": r" (\d{4}-\d{2}-\d{2}|Unknown)"}, " 2024-02-29"),
+        (
+            {"regex": r"[^\n]+\nKeypoint: .+"},
+            "a summary\nKeypoint: two\nlines",
+        ),  # . spans lines, as in xgrammar
+        ({"choice": ["Yes", "No"]}, "No"),
+    ],
+)
+def test_check_output_accepts_conforming_answers(output, text):
+    check_output(output, text)
+
+
+@pytest.mark.parametrize(
+    ("output", "text", "message"),
+    [
+        ({"json": SCHEMA}, '{"city": "Paris"}', "does not match the schema"),
+        ({"json": SCHEMA}, "Paris, 2021", "not a JSON document"),
+        ({"regex": r" (\d{4}-\d{2}-\d{2}|Unknown)"}, " 2024-02-29 or so", "declared pattern"),
+        ({"choice": ["Yes", "No"]}, "Maybe", "none of the declared choices"),
+    ],
+)
+def test_check_output_rejects_other_answers(output, text, message):
+    with pytest.raises(ParseError, match=message):
+        check_output(output, text)

@@ -45,11 +45,24 @@ def test_nested_undefined_attribute_is_an_error():
         ({"version": 0}, "version"),
         ({"kind": "choice"}, "answer_prefix"),
         ({"colour": "red"}, "unknown keys"),
+        ({"output": {"xml": "x"}}, "output must be one of"),
+        ({"output": {"json": {"type": "no-such-type"}}}, "no JSON schema"),
+        ({"output": {"regex": "(unclosed"}}, "does not compile"),
+        ({"output": {"choice": []}}, "non-empty list"),
+        ({"output": {"regex": "a", "json": {}}}, "output must be one of"),
+        ({"kind": "choice", "answer_prefix": "A:", "output": {"regex": "a"}}, "declares no output"),
     ],
 )
 def test_malformed_prompt_files_are_rejected(change, message):
     with pytest.raises(PromptError, match=message):
         parse_prompt({**BASE, **change})
+
+
+def test_an_output_declaration_is_kept_as_data():
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    assert parse_prompt({**BASE, "output": {"json": schema}}).output == {"json": schema}
+    assert parse_prompt({**BASE, "kind": "verbalized", "output": {"regex": r"\*0\.\d\d\*"}}).output
+    assert parse_prompt(BASE).output is None
 
 
 def test_id_must_match_the_file():
