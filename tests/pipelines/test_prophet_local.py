@@ -1,6 +1,6 @@
 """The PROPHET builder with the real embedded model (logprob estimator) on real ForecastBench
 questions and the real CC-NEWS sample articles: every stage completes, the model's bad answers
-become dropped rows with reasons, counts reconcile, and no evidence row is dated on or after its
+become rejected rows with reasons, counts reconcile, and no evidence row is dated on or after its
 question's cutoff. Tiny budget: 2 questions, N = 4, K_max = 2, 12 generated tokens per query list."""
 
 from __future__ import annotations
@@ -11,11 +11,14 @@ import pytest
 
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.stage import StageRunner
-from pipelines.prophet.build import Config, cil_stages, plan_requests, run, term_values
+from pipelines.prophet.build import run
+from pipelines.prophet.config import Config
+from pipelines.prophet.stages import cil_stages
 from udfs import storage
 from udfs.prophet.cil import EvidenceArticle
 from udfs.prophet.layout import PromptArticle, snippet
 from udfs.prophet.plan import assemble, plan_question
+from udfs.prophet.requests import plan_requests, term_values
 from udfs.schemas import ARTICLES
 
 pytestmark = [pytest.mark.llm, pytest.mark.ray, pytest.mark.spark]
@@ -35,14 +38,13 @@ def test_logprob_build_on_real_questions_and_articles(ray_local, root_with_corpu
             str(questions / "forecastbench_2024-07-21_resolution_set.json"),
         ),
         question_ids=QUESTION_IDS,
-        llm=LLMConfig(batch_size=8),
+        llm=LLMConfig(batch_size=8, max_new_tokens=12),
         estimator="logprob",
         rating="score",
         num_queries=2,
         search_depth=4,
         top_n=4,
         k_max=2,
-        max_tokens=12,
         context_words=30,
         rating_words=40,
         cil_words=20,
@@ -66,12 +68,12 @@ def test_logprob_build_on_real_questions_and_articles(ray_local, root_with_corpu
         assert e["published_at"] < cutoff
     assert all(e["rank"] <= 4 and 2 <= e["rating"] <= 6 for e in evidence)
 
-    dropped = t["dropped"].to_pylist()
-    assert all(d["reason"] and d["stage"] for d in dropped)
+    rejected = t["rejected"].to_pylist()
+    assert all(d["reason"] and d["stage"] for d in rejected)
     by_stage = {s.name.removeprefix("prophet/"): s for s in result.summaries}
     for stage in ("query_entities", "query_steps", "query_similar", "relevance", "joint", "conditional"):
-        failed = [d for d in dropped if d["stage"] == stage]
-        assert len(failed) == by_stage[stage].rows_rejected  # every failed row is in dropped, with its reason
+        failed = [d for d in rejected if d["stage"] == stage]  # every failed row, with its reason
+        assert len(failed) == by_stage[stage].rows_rejected
         assert all(d["detail"] for d in failed)
 
     cil = t["cil"].to_pylist()
@@ -107,7 +109,7 @@ def test_windowed_cil_terms_on_the_local_model(ray_local, root_with_corpus):
         for r in picked
     }
     joint_stage, conditional_stage = cil_stages(
-        config, shown, {"q": "Will US job postings be higher on 2024-07-28?"}, lambda _: {}
+        config, shown, {"q": "Will US job postings be higher on 2024-07-28?"}
     )
     joints, conditionals = plan_requests({"q": plan})
     runner = StageRunner(root_with_corpus, "prophet_probe", config.llm)

@@ -21,13 +21,18 @@ import pyarrow as pa
 import pytest
 
 import pipelines.llm.backends as backends
-import pipelines.prophet.build as build
 from pipelines.llm.config import LLMConfig
+from pipelines.llm.ledger import REJECTED_SCHEMA, read_rejected
 from pipelines.llm.stage import StageRunner
-from pipelines.prophet.build import Config, run
+from pipelines.prophet.build import run
+from pipelines.prophet.config import Config
+from pipelines.prophet.evidence import Corpus
+from pipelines.prophet.plan import format_plan
 from udfs import storage
+from udfs.cli import parse
 from udfs.eval_items import EVAL_ITEM_SCHEMA
 from udfs.ids import stable_id
+from udfs.layout import Layout
 from udfs.prophet.plan import cost_formulas
 from udfs.retrieval import Hit, LeakageError
 from udfs.schemas import ARTICLES
@@ -258,8 +263,10 @@ def check_outputs(result, root: str, answers: dict[str, int], dates: dict[str, d
     for e in evidence:
         assert e["published_at"] < dt.datetime.combine(dates[e["question_id"]], MIDNIGHT)
     assert "id-LATE0" not in {e["article_id"] for e in evidence}
-    dropped = t["dropped"].to_pylist()
-    reasons = {(d["stage"], d["reason"]) for d in dropped}
+    assert t["rejected"].schema == REJECTED_SCHEMA
+    assert read_rejected(root, "prophet").num_rows == t["rejected"].num_rows
+    rejected = t["rejected"].to_pylist()
+    reasons = {(d["stage"], d["reason"]) for d in rejected}
     assert {("corpus", "no_usable_date"), ("corpus", "near_duplicate"), ("selection", "rating_1")} <= reasons
     assert ("selection", "below_top_n") in reasons
     assert all(s.reconciles for s in result.summaries)
@@ -288,9 +295,9 @@ def check_outputs(result, root: str, answers: dict[str, int], dates: dict[str, d
     for item in items.to_pylist():
         assert item["t_cut"] == dt.datetime.combine(dates[item["item_id"]], MIDNIGHT)
         assert item["split"] == questions[item["item_id"]]["split"]
-    card = storage.read_json(storage.join(root, "benchmarks", "prophet", "dataset_card.json"))
+    card = storage.read_json(Layout(root).benchmark("prophet", "dataset_card.json"))
     assert card["counts"]["questions"] == 2 and card["prompt_versions"]
-    back = storage.read_table(storage.join(root, "benchmarks", "prophet", "questions"))
+    back = storage.read_table(Layout(root).benchmark("prophet", "questions"))
     assert sorted(back.column("question_id").to_pylist()) == sorted(questions)
 
 
@@ -348,11 +355,10 @@ def test_logprob_build_matches_direct_evaluation_and_the_formulas(built):
     check_outputs(result, root, ANSWERS, DATES)
     queries = result.tables["queries"].to_pylist()
     assert {q["query_type"] for q in queries} == {"entities", "similar"}  # placeholders never searched
-    dropped = result.tables["dropped"].to_pylist()
-    assert {d["stage"] for d in dropped if d["reason"] == "query_parse_failure"} == {
-        "query_steps",
-        "query_steps_retry1",
-    }
+    rejected = result.tables["rejected"].to_pylist()
+    query_failures = [d for d in rejected if d["stage"].startswith("query_")]
+    assert {d["stage"] for d in query_failures} == {"query_steps", "query_steps_retry1"}
+    assert all(d["reason"] == "parse_error" and d["unit"] == "question" for d in query_failures)
 
 
 def test_plan_after_the_build_is_exact_and_a_rerun_is_free(built, tmp_path, monkeypatch):
@@ -388,8 +394,10 @@ def test_verbalized_paper_layout_retries_failed_parses(built, tmp_path):
     assert first.rows_read == 2 * retry.rows_read  # r = 2 samples; the first of each pair failed
     assert first.rows_rejected == retry.rows_read and retry.rows_rejected == 0
     assert "prophet/conditional_retry2" not in names
-    failures = [d for d in result.tables["dropped"].to_pylist() if d["reason"] == "conditional_term_failure"]
-    assert len(failures) == retry.rows_read and all(d["article_id"] for d in failures)
+    failures = [d for d in result.tables["rejected"].to_pylist() if d["unit"] == "conditional_term"]
+    assert len(failures) == retry.rows_read
+    assert all(d["stage"] == "conditional" and d["reason"] == "parse_error" for d in failures)
+    assert all(d["item_id"] and d["parent_id"] for d in failures)
     assert {r["repeats"] for r in result.tables["cil"].to_pylist()} == {2}
 
 
@@ -425,22 +433,22 @@ def test_plan_before_anything_ran_bounds_the_unknown(tmp_path, monkeypatch):
     result = run(config(root, questions, scripted(), estimator="logprob", plan=True))
     assert [r["queries"] for r in result.plan] == [3, 3]
     assert all(r["relevance"] is None and r["joint"] is None and not r["exact"] for r in result.plan)
-    assert "?" in build.format_plan(result.plan)
+    assert "?" in format_plan(result.plan)
     assert not storage.exists(storage.join(root, "benchmarks"))
 
 
 def test_a_late_candidate_fires_the_assertion_before_any_rating_prompt(built, tmp_path, monkeypatch):
     root, questions, _ = built
     root = copy_of(root, tmp_path)
-    real = build._search
+    real = Corpus.search
     returned = []
 
-    def leaky(index, query, resolution_date, k):
+    def leaky(corpus, query, resolution_date, k):
         late = Hit("id-LATE1", ARTICLE_DATES["LATE1"], 99.0, 0)
         returned.append(late)
-        return [*real(index, query, resolution_date, k), late]
+        return [*real(corpus, query, resolution_date, k), late]
 
-    monkeypatch.setattr(build, "_search", leaky)
+    monkeypatch.setattr(Corpus, "search", leaky)
     prompts = record_requests(monkeypatch)
     with pytest.raises(LeakageError, match="at or after their question's D"):
         run(
@@ -451,3 +459,23 @@ def test_a_late_candidate_fires_the_assertion_before_any_rating_prompt(built, tm
     assert returned and prompts  # the late hit was returned and the query prompts were built
     assert "relevance" not in prompts
     assert not any("Report LATE1" in text for texts in prompts.values() for text in texts)
+
+
+def test_limit_builds_the_first_questions_in_file_order(built, tmp_path, monkeypatch):
+    """``--limit 2`` on a file of three questions builds the first two (the third is never asked
+    about: every request is in the cache of the two-question build)."""
+    root, questions, _ = built
+    root = copy_of(root, tmp_path)
+    lines = Path(questions).read_text(encoding="utf-8").splitlines()
+    third = {"id": "strike-third", "question": "Will a third port strike?", "resolution_date": "2024-07-20"}
+    three = tmp_path / "three.jsonl"
+    three.write_text("\n".join([*lines, json.dumps(third | {"answer": 1})]) + "\n", encoding="utf-8")
+    argv = ["--root", root, "--questions", str(three), "--limit", "2", "--estimator", "logprob"]
+    argv += ["--rating", "score", "--top-n", "5", "--k-max", "2", "--k", "2", "--search-depth", "20"]
+    parsed = parse(Config, argv, "python -m pipelines.prophet")
+    assert parsed.limit == 2
+    monkeypatch.setattr(backends, "apply_backend", lambda *a, **k: pytest.fail("no engine call expected"))
+    result = run(dataclasses.replace(parsed, llm=scripted()))
+    built_ids = result.tables["questions"].column("question_id").to_pylist()
+    assert sorted(built_ids) == ["strike-ends", "strike-spreads"]
+    assert result.tables["eval_items"].num_rows == 2

@@ -2,7 +2,7 @@
 
 import pytest
 
-from pipelines.prophet.build import Config
+from pipelines.prophet.config import Config
 
 
 def test_defaults_follow_the_paper():
@@ -39,3 +39,8 @@ def test_defaults_follow_the_paper():
 def test_bad_configurations_are_refused(changes):
     with pytest.raises(ValueError):
         Config(**({"root": "r", "questions": "q.jsonl"} | changes))
+
+
+def test_limit_must_be_positive():
+    with pytest.raises(ValueError, match="limit"):
+        Config(root="r", questions="q.jsonl", limit=0)
