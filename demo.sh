@@ -41,7 +41,7 @@ Q="$SHARED"/questions
   --forecastbench "$Q"/forecastbench_2024-07-21-human.json "$Q"/forecastbench_2024-07-21_resolution_set.json \
   --question-ids IHLIDXUS@2024-07-28,CBRE@2024-07-28,NASDAQ100@2024-08-20 \
   --estimator logprob --rating score --num-queries 2 --search-depth 6 --top-n 4 --k-max 2 \
-  --max-tokens 16 --context-words 40 --rating-words 60 --cil-words 25
+  --max-new-tokens 16 --context-words 40 --rating-words 60 --cil-words 25
 
 step "builder: Daily Oracle (one question set per news day)"
 "$PY" -m pipelines.daily_oracle --root "$OUT" --from 2022-09-15 --to 2022-09-18 \

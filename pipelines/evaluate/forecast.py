@@ -167,9 +167,7 @@ def prepare(
     elif kind in CHOICE_TYPES:  # yes/no and binary: the options are Yes and No
         labels = list(YES_NO)
     variables: dict[str, Any] = {
-        "background": [
-            first_words(x, options.background_words) for x in item.get("background") or []
-        ],
+        "background": [first_words(x, options.background_words) for x in item.get("background") or []],
         "context": context.docs if context else [],
         "context_kind": {"retrieval": "retrieved", "gold_context": "gold"}.get(setting.mode, ""),
         "question": item.get("question") or "",

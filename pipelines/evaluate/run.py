@@ -70,7 +70,9 @@ class Config(RunOptions):
     )
     splits: tuple[str, ...] | None = option(None, help="splits to evaluate [default: all]")
     modes: tuple[str, ...] = option(MODES, help="forecaster modes", choices=MODES)
-    retrievers: tuple[str, ...] = option(("bm25",), help="retrievers of the retrieval mode", choices=RETRIEVERS)
+    retrievers: tuple[str, ...] = option(
+        ("bm25",), help="retrievers of the retrieval mode", choices=RETRIEVERS
+    )
     answer_formats: tuple[str, ...] = option(
         ("choice",), help="answer formats of yes/no, MC and binary items", choices=ANSWER_FORMATS
     )

@@ -299,9 +299,9 @@ def test_eval_items_from_every_task_validate():
 
 def _ledger(tmp_path):
     from pipelines.llm.config import LLMConfig
+    from pipelines.llm.ledger import Ledger
     from pipelines.llm.stage import StageRunner
     from pipelines.openforecast import Config
-    from pipelines.llm.ledger import Ledger
 
     config = Config(root=str(tmp_path), llm=LLMConfig(backend="scripted", script={}))
     return config, Ledger(StageRunner(config.root, "openforecast", config.llm))
