@@ -12,17 +12,20 @@ import pyarrow as pa
 import pytest
 
 from pipelines.daily_oracle import Config, run
-from pipelines.daily_oracle.pipeline import read_table, select_articles, stages
+from pipelines.daily_oracle.articles import select_articles
+from pipelines.daily_oracle.outputs import read_table
+from pipelines.daily_oracle.stages import STAGES
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.stage import StageRunner
 from udfs.daily_oracle.parsing import CATEGORIES
 from udfs.daily_oracle.questions import output_problems
+from udfs.text import first_words
 
 pytestmark = [pytest.mark.llm, pytest.mark.ray, pytest.mark.spark]
 
 D18 = dt.date(2022, 9, 18)
 LLM = LLMConfig()  # the default engine actor, shared with the other local-model tests
-CHARS = 600  # the filter prompt is ~1,850 tokens before the article; the engine takes 2,048
+WORDS = 100  # the filter prompt is ~1,850 tokens before the article; the engine takes 2,048
 STEPS = ["summary", "qa", "distractors", "filter", "category"]
 
 
@@ -33,9 +36,8 @@ def test_every_stage_runs_on_the_local_model(root_with_corpus, ray_local):
         publishers=("npr.org", "chicago.suntimes.com", "abc7.com"),
         n_random=1,
         n_hot=1,
-        llm=LLM,
-        max_tokens=16,
-        article_chars=CHARS,
+        llm=LLM.replace(max_new_tokens=16),
+        article_words=WORDS,
     )
     result = run(cfg)
     by_name = {s.name.split("/")[1]: s for s in result.summaries}
@@ -61,7 +63,7 @@ def test_every_stage_runs_on_the_local_model(root_with_corpus, ray_local):
     again = run(cfg)
     assert again.days_skipped == [D18] and again.requests_computed == 0
     selected = read_table(root_with_corpus, "selection").to_pylist()
-    picks, _, _ = select_articles(cfg, [D18])
+    picks, _ = select_articles(cfg, [D18])
     assert sorted((r["article_id"], r["selection"], r["draw_seed"]) for r in selected) == sorted(
         (a.id, a.pick.selection, a.pick.draw_seed) for a in picks
     )
@@ -69,7 +71,7 @@ def test_every_stage_runs_on_the_local_model(root_with_corpus, ray_local):
     # the steps after the summary, each on one real article of the day with hand-written inputs
     # (prompt prefill dominates the cost on CPU, so one row per step)
     texts = {r["article_id"]: r["text"] for r in _articles(root_with_corpus)}
-    article = texts[selected[0]["article_id"]][: CHARS // 2]
+    article = first_words(texts[selected[0]["article_id"]], WORDS // 2)
     topic = selected[0]["title"].split(":")[0][:60]
     question = f"Will {topic} make news by September 2022?"
     base = {"article": [article], "publish_date": ["2022-09-18, Sunday"]}
@@ -89,9 +91,9 @@ def test_every_stage_runs_on_the_local_model(root_with_corpus, ray_local):
         },
         "category": {"question": [question]},
     }
-    runner = StageRunner(root_with_corpus, "daily_oracle_probe", LLM)
+    runner = StageRunner(root_with_corpus, "daily_oracle_probe", cfg.llm)
     for name, columns in inputs.items():
-        (row,) = runner.run(stages(cfg)[name], pa.table(columns)).to_pylist()
+        (row,) = runner.run(STAGES[name], pa.table(columns)).to_pylist()
         assert runner.summaries[-1].reconciles and runner.summaries[-1].metrics["requests_computed"] == 1
         assert row["parse_ok"] or row["parse_error"].startswith(("parse: ", "engine: "))
         assert row["model"] == "gemma-3-270m" and row["input_tokens"] > 0

@@ -6,18 +6,24 @@ distractor equal to its answer, a filter total of 12), so the structural checks 
 non-empty outputs and every rejection path leaves a row with its reason. The run is incremental:
 one day whose request for one article ends with an engine error (written, not marked), the
 same day again (the failed request retried, the day marked), again (no LLM request), a range
-that adds two days, then the first day forced (rebuilt from the cached responses)."""
+that adds two days, then the first day forced (rebuilt, its requests sent again, and only its).
+A plan on a fresh root runs no engine and writes nothing."""
 
 import datetime as dt
+import json
 import re
 import shutil
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import pipelines.llm.backends as backends
 from pipelines.daily_oracle import Config, run
-from pipelines.daily_oracle.pipeline import day_uri, read_table, select_articles
+from pipelines.daily_oracle.articles import select_articles
+from pipelines.daily_oracle.days import day_uri
+from pipelines.daily_oracle.outputs import read_table
+from pipelines.daily_oracle.stages import STAGES
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.stage import StageRunner
 from udfs import storage
@@ -128,6 +134,24 @@ def _no_engine(*args, **kwargs):
     pytest.fail("the run reached the engine")
 
 
+def _keys(files: dict[str, bytes]) -> set[str]:
+    """The request keys answered in the given response shards."""
+    return {
+        k for data in files.values() for k in pq.read_table(pa.BufferReader(data))["request_key"].to_pylist()
+    }
+
+
+def _output_keys(root: str) -> set[str]:
+    """The request keys of every stage's output rows (the last run's)."""
+    return {
+        k
+        for name in STAGES
+        for k in storage.read_table(storage.join(root, "daily_oracle", name, "output"))[
+            "request_key"
+        ].to_pylist()
+    }
+
+
 @pytest.fixture(scope="module")
 def built(corpus_root, ray_local, tmp_path_factory):
     root = str(tmp_path_factory.mktemp("daily_oracle") / "root")
@@ -142,10 +166,14 @@ def built(corpus_root, ray_local, tmp_path_factory):
         patch.setattr(backends, "apply_backend", _no_engine)
         again = run(config(root, D15))
     later = run(config(root, D15, D16, D18))
-    after_later = {"files15": _files(root, D15), "files18": _files(root, D18), "shards": _shards(root)}
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(backends, "apply_backend", _no_engine)
-        forced = run(config(root, D15, force=True))
+    after_later = {
+        "files15": _files(root, D15),
+        "files18": _files(root, D18),
+        "shards": _shards(root),
+        "keys18": _output_keys(root),
+    }
+    forced = run(config(root, D15, force=True))
+    forced_keys = _output_keys(root)
     return {
         "root": root,
         "broken": broken,
@@ -156,6 +184,7 @@ def built(corpus_root, ray_local, tmp_path_factory):
         "forced": forced,
         "files15": files15,
         "after_later": after_later,
+        "forced_keys": forced_keys,
     }
 
 
@@ -170,7 +199,8 @@ def test_a_day_with_an_engine_error_is_written_but_not_marked(built):
     assert not built["marked_after_error"]
     assert _stage(broken, "days").rejected == {"engine_error": 1} and _stage(broken, "days").reconciles
     failed = [r for r in broken.tables["rejected"].to_pylist() if r["reason"] == "qa_engine_error"]
-    assert len(failed) == 1 and "Sterigenics" in failed[0]["title"]
+    assert len(failed) == 1 and "Sterigenics" in json.loads(failed[0]["record"])["title"]
+    assert (failed[0]["stage"], failed[0]["unit"]) == ("qa", "article")
     assert failed[0]["detail"].startswith("engine: no script for prompt unscripted")
     assert broken.tables["tf_questions"].num_rows > 0  # the day's tables are written all the same
     assert broken.card["counts"]["days_not_marked_this_run"] == {D15.isoformat(): "engine_error"}
@@ -192,6 +222,7 @@ def test_first_day_is_built(built):
     assert storage.is_done(day_uri(built["root"], D15))
     names = [s.name.split("/")[1] for s in first.summaries]
     assert names == [
+        "inputs",
         "prefilter",
         "select",
         "summary",
@@ -209,7 +240,7 @@ def test_first_day_is_built(built):
 def test_rerun_of_a_built_day_sends_no_request(built):
     again = built["again"]
     assert again.days_built == [] and again.days_skipped == [D15]
-    assert again.requests_computed == 0 and again.summaries == []
+    assert again.requests_computed == 0 and [s.name for s in again.summaries] == ["daily_oracle/inputs"]
 
 
 def test_adding_days_builds_only_those_days(built):
@@ -223,10 +254,19 @@ def test_adding_days_builds_only_those_days(built):
     assert storage.is_done(day_uri(root, D16))
 
 
-def test_force_rebuilds_a_day_from_the_cached_responses(built):
+def test_force_rebuilds_a_day_and_sends_only_its_requests_again(built):
     forced, root = built["forced"], built["root"]
-    assert forced.days_built == [D15] and forced.days_skipped == [] and forced.requests_computed == 0
-    assert _shards(root) == built["after_later"]["shards"]  # the request cache is kept whole
+    assert forced.days_built == [D15] and forced.days_skipped == []
+    # every request of day 15 is sent again, and nothing else
+    assert _stage(forced, "summary").metrics["requests_computed"] == _stage(forced, "select").rows_written > 0
+    for name in STAGES:
+        metrics = _stage(forced, name).metrics
+        assert metrics["requests_cached"] == 0 and metrics["requests_computed"] == metrics["requests_unique"]
+    before, after = built["after_later"]["shards"], _shards(root)
+    assert {f: after[f] for f in before} == before  # the earlier answers are kept, byte for byte
+    new = {f: data for f, data in after.items() if f not in before}
+    assert _keys(new) == built["forced_keys"] and len(_keys(new)) == forced.requests_computed > 0
+    assert not _keys(new) & built["after_later"]["keys18"]  # day 18's cached answers untouched
     assert _files(root, D18) == built["after_later"]["files18"]  # the other days untouched
     assert storage.is_done(day_uri(root, D15))
     for name in ("tf_questions", "mc_questions", "rejected"):
@@ -272,7 +312,10 @@ def test_source_articles_match_the_corpus(outputs, corpus_root):
 
 def test_every_rejection_has_a_reason_and_counts_reconcile(built, outputs):
     rejected = outputs["rejected"].to_pylist()
-    assert all(r["reason"] and r["stage"] and r["article_id"] for r in rejected)
+    assert rejected and all(r["reason"] and r["stage"] and r["item_id"] and r["date"] for r in rejected)
+    for r in rejected:  # a question names its article; the rest of the row is in ``record``
+        assert (r["parent_id"] is not None) == (r["unit"] == "question") and not r["not_run"]
+        assert json.loads(r["record"])["url"]
     reasons = {r["reason"] for r in rejected}
     assert reasons == {
         "no_new_event",
@@ -326,21 +369,22 @@ def test_dataset_card(built, outputs):
         == counts["tf_questions"] + counts["mc_questions"]
     )
     assert built["later"].card["llm_cost"]["total"]["requests_computed"] > 0
-    assert card["llm_cost"]["total"]["requests_computed"] == 0  # the last run: D15 forced, all cached
+    forced = built["forced"].requests_computed  # the last run: D15 forced, its requests sent again
+    assert card["llm_cost"]["total"]["requests_computed"] == forced > 0
     assert card["counts"]["days_built_this_run"] == ["2022-09-15"]
     assert set(card["prompt_versions"]) == {"summary", "qa", "distractors", "filter", "category"}
 
 
 def test_selection_is_identical_across_runs(built, outputs):
     cfg = config(built["root"], D15, D18)
-    first, _, _ = select_articles(cfg, [D15, D18])
-    second, _, _ = select_articles(cfg, [D15, D18])
+    first, _ = select_articles(cfg, [D15, D18])
+    second, _ = select_articles(cfg, [D15, D18])
     assert [(a.id, a.pick) for a in first] == [(a.id, a.pick) for a in second]
     stored = sorted(
         (r["article_id"], r["selection"], r["draw_seed"]) for r in outputs["selection"].to_pylist()
     )
     assert stored == sorted((a.id, a.pick.selection, a.pick.draw_seed) for a in first)
-    other, _, _ = select_articles(config(built["root"], D15, D18, n_random=1, n_hot=1, seed=1), [D15, D18])
+    other, _ = select_articles(config(built["root"], D15, D18, n_random=1, n_hot=1, seed=1), [D15, D18])
     assert len(other) == 4
 
 
@@ -359,3 +403,18 @@ def test_a_late_article_in_a_day_is_refused(root_with_corpus):
     with pytest.raises(TemporalLeakError, match="late"):
         run(config(root_with_corpus, D18))
     assert not storage.is_done(day_uri(root_with_corpus, D18))
+
+
+def test_a_plan_runs_no_engine_and_writes_nothing(root_with_corpus, ray_local, monkeypatch, capsys):
+    before = sorted(storage.list_files(root_with_corpus))
+    monkeypatch.setattr(backends, "apply_backend", _no_engine)
+    planned = run(config(root_with_corpus, D15, D18, plan=True))
+    assert sorted(storage.list_files(root_with_corpus)) == before
+    assert planned.days_built == [] and planned.card is None and planned.requests_computed == 0
+    plans = {p.stage: p for p in planned.plans}
+    assert list(plans) == list(STAGES)
+    picked = _stage(planned, "select").rows_written
+    assert plans["summary"].rows == plans["summary"].requests_to_compute == picked > 0
+    assert plans["summary"].est_prompt_tokens > 0 and plans["qa"].rows == 0  # nothing cached yet
+    printed = capsys.readouterr().out
+    assert "summary" in printed and "only sees the rows whose earlier stages' answers are cached" in printed

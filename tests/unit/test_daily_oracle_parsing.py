@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipelines.daily_oracle.pipeline import _assistant_turn
+from pipelines.daily_oracle.stages import STAGES
+from pipelines.llm.assemble import answer_turn
 from udfs.daily_oracle.parsing import (
     CATEGORIES,
     FILTER_HEADINGS,
@@ -27,6 +28,12 @@ from udfs.daily_oracle.parsing import (
 from udfs.daily_oracle.questions import keep
 from udfs.llm_parsing import ParseError
 from udfs.prompts import load_prompt
+
+
+def _assistant_turn(parser, prompt_id: str):
+    """How the stage runner parses a ``parse_prefix`` stage: the answer prefix plus the answer."""
+    return answer_turn(parser, load_prompt(prompt_id).answer_prefix)
+
 
 CAPTURED = json.loads(
     (
@@ -124,6 +131,7 @@ def test_qa_answer_that_repeats_the_prefilled_header():
     with pytest.raises(ParseError, match="repeated question 1"):
         parse_qa(load_prompt("daily_oracle.qa").answer_prefix + generated)  # the prefix seen twice
     parse = _assistant_turn(parse_qa, "daily_oracle.qa")
+    assert STAGES["qa"].parse_prefix and STAGES["qa"].parser is parse_qa
     assert parse(generated) == parse_qa(GOOD_QA)
     assert parse(GOOD_QA.removeprefix("Question 1:")) == parse_qa(GOOD_QA)  # no repeat: prefixed
 
@@ -232,6 +240,7 @@ def test_filter_answer_that_repeats_the_prefilled_header():
     assert prefix == "*Question 1*"
     both = parse_filter(prefix + generated)
     assert both["filter_scores"] == [[2] * 7] * 4 and both["filter_errors"] == [None] * 4
+    assert STAGES["filter"].parse_prefix and STAGES["filter"].parser is parse_filter
     assert _assistant_turn(parse_filter, "daily_oracle.filter")(generated) == both
     bold = generated.replace("*Question 1*", "**Question 1**")
     assert _assistant_turn(parse_filter, "daily_oracle.filter")(bold)["filter_scores"][0] == [2] * 7

@@ -1,33 +1,27 @@
 """The Daily Oracle run around the model: day markers (no articles, engine errors), ``force``,
-the evaluation items and card rewritten when missing or stale, the category fallback and the
-output invariants. The runs here pick no article, so no request reaches an engine."""
+``limit``, the evaluation items and card rewritten when missing or stale, the category fallback
+and the output invariants. The runs here pick no article, so no request reaches an engine."""
 
 import datetime as dt
+import json
 import logging
 from typing import Any
 
 import pyarrow as pa
 
-from pipelines.benchmarks import benchmark_uri
-from pipelines.daily_oracle.pipeline import (
-    Config,
-    _Article,
-    _categorise,
-    _kept_rows,
-    _mark_days,
-    _Question,
-    _reconcile,
-    _reject,
-    _tables,
-    day_uri,
-    run,
-)
+from pipelines.daily_oracle import Config, run
+from pipelines.daily_oracle.days import day_uri, mark_days
+from pipelines.daily_oracle.judge import assign_categories
+from pipelines.daily_oracle.outputs import account, kept_rows, tables
 from pipelines.llm.config import LLMConfig
-from pipelines.llm.stage import LLMStage
+from pipelines.llm.ledger import REJECTED_SCHEMA, Ledger
+from pipelines.llm.stage import StageRunner
 from udfs import storage
 from udfs.daily_oracle.parsing import OTHER, clean_option
 from udfs.daily_oracle.questions import time_element
 from udfs.daily_oracle.selection import Pick
+from udfs.daily_oracle.units import Article, Question, Rejection
+from udfs.layout import Layout
 from udfs.llm_rows import RESPONSE_SCHEMA
 from udfs.schemas import ARTICLES
 
@@ -64,10 +58,15 @@ def _ingest(root: str, day: dt.date) -> None:
     storage.write_table(table, f"{ARTICLES.uri(root)}/published_date={day}/part-0.parquet")
 
 
+SCRIPTED = LLMConfig(backend="scripted", script={})
+
+
 def _config(root: str, *days: dt.date, **kw: Any) -> Config:
-    return Config(
-        root=root, dates=days, publishers=("npr.org",), llm=LLMConfig(backend="scripted", script={}), **kw
-    )
+    return Config(root=root, dates=days, publishers=("npr.org",), llm=SCRIPTED, **kw)
+
+
+def _ledger() -> Ledger:
+    return Ledger(StageRunner("unused", "daily_oracle", SCRIPTED))
 
 
 def _days_summary(result):
@@ -94,10 +93,10 @@ def test_a_day_without_articles_is_not_marked_and_builds_once_ingested(tmp_path,
     assert storage.is_done(day_uri(root, D2))
 
 
-def _article(day: dt.date = D1, n: int = 0) -> tuple[_Article, list[_Question]]:
+def _article(day: dt.date = D1, n: int = 0) -> tuple[Article, list[Question]]:
     """An article with four questions that hold every output invariant."""
     row = _article_row(day, n)
-    article = _Article(row, day, Pick(row["article_id"], "random", 1), 1, summary="s", keypoint="k")
+    article = Article(row, day, Pick(row["article_id"], "random", 1), 1, summary="s", keypoint="k")
     texts = [
         ("Will officials approve the plan by October 2022?", "Yes", None),
         ("Will officials withdraw the plan by October 2022?", "No", None),
@@ -105,7 +104,7 @@ def _article(day: dt.date = D1, n: int = 0) -> tuple[_Article, list[_Question]]:
         ("How many members will vote by October 2022?", "Twelve", ["Three", "Five", "Twenty"]),
     ]
     for index, (question, answer, distractors) in enumerate(texts, start=1):
-        q = _Question(article, index, question, answer, time_element(question), distractors, [2] * 7, "block")
+        q = Question(article, index, question, answer, time_element(question), distractors, [2] * 7, "block")
         q.category = "Politics & Governance"
         article.questions.append(q)
     return article, article.questions
@@ -115,18 +114,18 @@ def test_a_day_with_an_engine_error_is_not_marked(tmp_path, caplog):
     root = str(tmp_path)
     kept, questions = _article(n=0)
     failed, _ = _article(n=1)
-    failed.rejection = _reject("qa", "qa_engine_error", "engine: connection reset")
+    failed.rejection = Rejection("qa", "qa_engine_error", "engine: connection reset")
     prefiltered = {D1: {"articles": 2, "eligible": 2, "dropped_by_reason": {}}}
     with caplog.at_level(logging.WARNING, logger="augury.daily_oracle"):
-        assert _mark_days(root, [D1], [kept, failed], questions, prefiltered) == {D1: "engine_error"}
+        assert mark_days(root, [D1], [kept, failed], questions, prefiltered) == {D1: "engine_error"}
     assert "not marked" in caplog.text and not storage.is_done(day_uri(root, D1))
 
-    failed.rejection = _reject("summary", "no_new_event")  # a rejection, not an engine error
+    failed.rejection = Rejection("summary", "no_new_event")  # a rejection, not an engine error
     questions[0].category_fallback = "engine_error"  # but a category request failed
-    assert _mark_days(root, [D1], [kept, failed], questions, prefiltered) == {D1: "engine_error"}
+    assert mark_days(root, [D1], [kept, failed], questions, prefiltered) == {D1: "engine_error"}
 
     questions[0].category_fallback = None
-    assert _mark_days(root, [D1], [kept, failed], questions, prefiltered) == {}
+    assert mark_days(root, [D1], [kept, failed], questions, prefiltered) == {}
     marker = storage.read_marker(day_uri(root, D1))
     assert marker["engine_errors"] == 0 and marker["rejected_by_reason"] == {"no_new_event": 1}
 
@@ -143,11 +142,21 @@ def test_force_rebuilds_a_marked_day_and_keeps_the_response_cache(tmp_path):
     assert storage.exists(shard) and storage.is_done(day_uri(root, D1))
 
 
+def test_limit_builds_the_oldest_pending_days_first(tmp_path):
+    root = str(tmp_path)
+    for day in (D1, D2):
+        _ingest(root, day)
+    first = run(_config(root, D2, D1, limit=1))
+    assert first.days_built == [D1] and not storage.is_done(day_uri(root, D2))
+    second = run(_config(root, D1, D2, limit=1))
+    assert second.days_built == [D2] and second.days_skipped == [D1]
+
+
 # ------------------------------------------------------------------ eval_items and the card
 def test_missing_or_stale_outputs_are_rewritten_when_nothing_is_pending(tmp_path):
     root = str(tmp_path)
-    card_uri = benchmark_uri(root, "daily_oracle", "dataset_card.json")
-    items_uri = benchmark_uri(root, "daily_oracle", "eval_items")
+    card_uri = Layout(root).benchmark("daily_oracle", "dataset_card.json")
+    items_uri = Layout(root).benchmark("daily_oracle", "eval_items")
     _ingest(root, D1)
     run(_config(root, D1))
     assert run(_config(root, D1)).card is None  # up to date: left alone
@@ -170,17 +179,6 @@ def test_missing_or_stale_outputs_are_rewritten_when_nothing_is_pending(tmp_path
 
 
 # ------------------------------------------------------------------ category
-class _ScoredRunner:
-    """Returns fixed category rows instead of running the stage."""
-
-    def __init__(self, rows: list[dict[str, Any]]):
-        self.rows = rows
-
-    def run(self, stage: LLMStage, table: pa.Table) -> pa.Table:
-        assert table.num_rows == len(self.rows)
-        return pa.Table.from_pylist(self.rows)
-
-
 def test_category_without_any_label_mass_is_other_and_counted():
     article, questions = _article()
     uniform = [1 / 11] * 11
@@ -190,11 +188,11 @@ def test_category_without_any_label_mass_is_other_and_counted():
         {"parse_ok": False, "parse_error": "engine: timeout", "raw_text": None, "option_probs": None, "option_mass": None},
         {"parse_ok": True, "parse_error": None, "raw_text": "Sports", "option_probs": [0.9] + [0.01] * 10, "option_mass": 0.6},
     ]  # fmt: skip
-    _categorise(_ScoredRunner(rows), LLMStage("category", "daily_oracle.category"), questions)
+    assign_categories(questions, rows)
     assert [q.category for q in questions] == [OTHER, "Sports", OTHER, "Sports"]
     assert [q.category_prob for q in questions] == [None, 0.9, None, 0.9]
     assert [q.category_fallback for q in questions] == ["no_label_mass", None, "engine_error", None]
-    _, counted = _reconcile([article], questions)
+    _, counted = account(_ledger(), [article], questions)
     assert counted.metrics == {"category_other_engine_error": 1, "category_other_no_label_mass": 1}
 
 
@@ -202,22 +200,29 @@ def test_category_without_any_label_mass_is_other_and_counted():
 def test_an_invariant_violation_rejects_the_question_and_the_run_goes_on():
     article, questions = _article()
     questions[2].category = "Weather"  # not one of the 11 labels
-    tf, mc = _kept_rows(questions, Config(root="unused"), "{}")
+    tf, mc = kept_rows(questions, Config(root="unused"), "{}")
     assert [r["question_index"] for r in tf + mc] == [1, 2, 4]
     rejection = questions[2].rejection
-    assert rejection["reason"] == "invariant_violation" and "unknown category" in rejection["detail"]
-    articles_summary, questions_summary = _reconcile([article], questions)
+    assert rejection.reason == "invariant_violation" and "unknown category" in rejection.detail
+    ledger = _ledger()
+    articles_summary, questions_summary = account(ledger, [article], questions)
     assert articles_summary.reconciles and questions_summary.reconciles
     assert questions_summary.rows_written == 3 and questions_summary.rejected == {"invariant_violation": 1}
-    tables = _tables([article], questions, tf, mc)
-    assert tables["rejected"].column("reason").to_pylist() == ["invariant_violation"]
-    assert tables["mc_questions"].num_rows == 1
+    written = tables([article], tf, mc, ledger)
+    assert written["rejected"].schema == REJECTED_SCHEMA
+    (row,) = written["rejected"].to_pylist()
+    assert (row["stage"], row["reason"], row["unit"]) == ("output", "invariant_violation", "question")
+    assert (row["item_id"], row["parent_id"], row["date"]) == (questions[2].id, article.id, D1)
+    record = json.loads(row["record"])
+    assert record["question"] == questions[2].question and record["distractors"] == questions[2].distractors
+    assert record["url"] == article.row["url"] and record["keypoint"] == "k" and row["not_run"] is False
+    assert written["mc_questions"].num_rows == 1
 
 
 def test_an_answer_cleaned_twice_still_points_at_its_option():
     """The MC answer is cleaned when parsed and again when shuffled; both must agree."""
     _, questions = _article()
     questions[3].answer = clean_option('Twelve".``')
-    tf, mc = _kept_rows(questions, Config(root="unused"), "{}")
+    tf, mc = kept_rows(questions, Config(root="unused"), "{}")
     assert all(q.alive for q in questions) and (len(tf), len(mc)) == (2, 2)
     assert mc[1]["answer_text"] == mc[1][f"choice_{mc[1]['answer']}"] == "Twelve"

@@ -2,6 +2,7 @@
 
 ``selection`` picks each day's articles (pre-filters, text preprocessing, hot topics),
 ``parsing`` reads the four LLM steps' answers, ``questions`` holds the per-question rules
-(answers, time elements, post-filters, the keep rule, option shuffling) and ``tables`` the Arrow
-schemas of the outputs. Spec: ``../shared/spec/daily_oracle.md``.
+(answers, time elements, post-filters, the keep rule, option shuffling), ``units`` the articles
+and questions a build carries through its steps, ``rows`` the output rows made from them and
+``tables`` the Arrow schemas of the outputs. Spec: ``../shared/spec/daily_oracle.md``.
 """

@@ -1,7 +1,8 @@
 """Arrow schemas of the Daily Oracle outputs under ``<root>/benchmarks/daily_oracle/``.
 
 Every table is partitioned by ``date``, the resolution date (= the source article's publication
-date), so a day is written, replaced or read on its own.
+date), so a day is written, replaced or read on its own. The ``rejected`` table has the one schema
+of every builder (``pipelines.llm.ledger.REJECTED_SCHEMA``).
 """
 
 from __future__ import annotations
@@ -66,32 +67,3 @@ MC_SCHEMA = pa.schema(
         _DATE,
     ]
 )
-
-REJECTED_SCHEMA = pa.schema(
-    [
-        pa.field("unit", pa.string(), nullable=False),  # article | question
-        pa.field("stage", pa.string(), nullable=False),  # the step that rejected it
-        pa.field("reason", pa.string(), nullable=False),
-        pa.field("detail", pa.string()),
-        pa.field("article_id", pa.string(), nullable=False),
-        pa.field("url", pa.string()),
-        pa.field("title", pa.string()),
-        pa.field("selection", pa.string()),
-        pa.field("keypoint", pa.string()),
-        pa.field("question_id", pa.string()),
-        pa.field("question_index", pa.int8()),
-        pa.field("question", pa.string()),
-        pa.field("answer", pa.string()),
-        pa.field("distractors", pa.list_(pa.string())),
-        pa.field("filter_scores", pa.list_(pa.int8())),
-        pa.field("raw_text", pa.string()),  # the model's answer at the rejecting step
-        pa.field("date", pa.date32(), nullable=False),
-    ]
-)
-
-TABLES = {
-    "selection": SELECTION_SCHEMA,
-    "tf_questions": TF_SCHEMA,
-    "mc_questions": MC_SCHEMA,
-    "rejected": REJECTED_SCHEMA,
-}
