@@ -46,7 +46,7 @@ Q="$SHARED"/questions
 step "builder: Daily Oracle (one question set per news day)"
 "$PY" -m pipelines.daily_oracle --root "$OUT" --from 2022-09-15 --to 2022-09-18 \
   --publishers npr.org,chicago.suntimes.com,abc7.com --random 1 --hot 1 \
-  --max-tokens 32 --article-chars 600
+  --max-new-tokens 32 --article-words 100
 
 step "evaluation: forecasters on every benchmark + ForecastBench -> eval/leaderboard, drift plot"
 "$PY" -m pipelines.evaluate --root "$OUT" \

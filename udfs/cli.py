@@ -157,7 +157,7 @@ def _add(parser: argparse._ActionsContainer, dest: str, field: dataclasses.Field
     base = _strip_optional(tp)
     if not (shape.kind == "scalar" and base is bool):
         choices = meta["choices"]
-        kwargs["metavar"] = meta["metavar"] or _metavar(field.name, shape, choices)
+        kwargs["metavar"] = meta["metavar"] or _metavar(field.name, shape, choices, meta["repeat"])
         if shape.width > 1:
             kwargs["metavar"] = (kwargs["metavar"],) * shape.width
     if shape.kind == "scalar" and base is bool and not meta["positional"]:
@@ -184,12 +184,12 @@ def _add(parser: argparse._ActionsContainer, dest: str, field: dataclasses.Field
     return _Option(dest, shape, meta)
 
 
-def _metavar(name: str, shape: _Shape, choices: tuple | None) -> str:
+def _metavar(name: str, shape: _Shape, choices: tuple | None, repeat: bool) -> str:
     if choices:
         one = "{" + ",".join(map(str, choices)) + "}"
     else:
         one = {int: "N", float: "X", _date: "YYYY-MM-DD"}.get(shape.item, name.upper())
-    return f"{one}[,...]" if shape.kind == "list" and one != name.upper() else one
+    return f"{one}[,...]" if shape.kind == "list" and not repeat and one != name.upper() else one
 
 
 def _help(meta: dict[str, Any], field: dataclasses.Field) -> str:

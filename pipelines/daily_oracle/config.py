@@ -24,9 +24,7 @@ class Config(RunOptions):
     """What to build and how. No day given: every corpus day at least ``settle_days`` old (late
     CC-NEWS captures of a day arrive for a few days; spec §8.2)."""
 
-    dates: tuple[dt.date, ...] = option(
-        (), help="a day to build (repeatable)", flag="--date", repeat=True, metavar="YYYY-MM-DD"
-    )
+    dates: tuple[dt.date, ...] = option((), help="a day to build (repeatable)", flag="--date", repeat=True)
     start: dt.date | None = option(None, help="first day of a range to build (with --to)", flag="--from")
     end: dt.date | None = option(None, help="last day of the range, inclusive (with --from)", flag="--to")
     publishers: tuple[str, ...] = option(

@@ -142,21 +142,23 @@ class Ledger:
         stage: LLMStage,
         rows: pa.Table | list[dict[str, Any]],
         *,
-        unit: str,
-        id_column: str,
+        unit: str | None = None,
+        id_column: str | None = None,
         parent_column: str | None = None,
         date_column: str | None = None,
         record_columns: Sequence[str] = (),
     ) -> pa.Table:
         """Run one LLM stage over ``rows`` (a table or row dicts, empty allowed); every failed
-        row (``parse_ok`` false) is recorded as rejected. Returns the whole output: one row
-        per input row and sample, failed ones included."""
+        row (``parse_ok`` false) is recorded as rejected (``unit`` and ``id_column`` name what
+        it rejects; without a ``unit`` the caller records failures itself, for a stage whose
+        rows are not the units it rejects). Returns the whole output: one row per input row
+        and sample, failed ones included."""
         table = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(rows)
         out = self.runner.run(stage, table)
         self.summaries.append(self.runner.summaries[-1])
         if out.num_rows != table.num_rows * stage.samples:
             raise AssertionError(f"stage {stage.name}: {table.num_rows} rows in, {out.num_rows} out")
-        failed = out.filter(pc.invert(out.column("parse_ok")))
+        failed = out.filter(pc.invert(out.column("parse_ok"))) if unit else out.slice(0, 0)
         for row in failed.to_pylist():
             self.rejected.append(
                 {
@@ -164,7 +166,7 @@ class Ledger:
                     "reason": failure_reason(row),
                     "detail": (row["parse_error"] or "")[:DETAIL_CHARS] or None,
                     "unit": unit,
-                    "item_id": _text(row.get(id_column)),
+                    "item_id": _text(row.get(id_column)) if id_column else None,
                     "parent_id": _text(row.get(parent_column)) if parent_column else None,
                     "raw_text": (row["raw_text"] or "")[:RAW_CHARS] or None,
                     "not_run": bool(row["not_run"]),
