@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 from pipelines.llm.config import LLMConfig
+from pipelines.llm.ledger import REJECTED_SCHEMA, read_rejected
 from pipelines.tcelongbench import Config, run
 from udfs import storage
 from udfs.ids import stable_id
@@ -119,6 +120,18 @@ def test_scripted_build_counts_reconcile(scripted_build):
     assert len(formation_rejects) + tables["tce_article"].num_rows == n_articles
     card = storage.read_json(storage.join(config.root, "benchmarks", "tcelongbench", "dataset_card.json"))
     assert card["counts"]["qa_detail"] == tables["qa_detail"].num_rows
+
+
+def test_scripted_rejected_rows_are_under_benchmarks_in_the_one_schema(scripted_build):
+    _, config, result = scripted_build
+    written = read_rejected(config.root, "tcelongbench")
+    assert written.num_rows > 0 and written.schema == REJECTED_SCHEMA
+    assert written.num_rows == result.tables["rejected"].num_rows
+    assert not storage.exists(storage.join(config.root, "tcelongbench", "rejected"))
+    rows = written.to_pylist()
+    formation = [r for r in rows if r["stage"] == "tce_formation"]
+    assert formation and all(r["unit"] == "article" and r["item_id"] for r in formation)
+    assert not any(r["not_run"] for r in rows)
 
 
 def test_scripted_mc_questions_have_four_distinct_choices_and_one_gold(scripted_build):
@@ -228,11 +241,10 @@ def test_real_model_build_completes_every_stage(tmp_path, shared_data, ray_local
     write_reportedly_articles(root, shared_data)
     config = Config(
         root=root,
-        llm=LLMConfig(),
-        max_tces=1,
+        llm=LLMConfig(max_new_tokens=24),
+        limit=1,
         max_articles_per_day=1,
-        max_article_chars=600,
-        max_tokens=24,
+        max_article_words=100,
         **DEMO,
     )
     result = run(config)
@@ -246,7 +258,7 @@ def test_real_model_build_completes_every_stage(tmp_path, shared_data, ray_local
     for stage in LLM_STAGES:
         llm_rejects = [r for r in rejected if r["stage"] == stage]
         assert len(llm_rejects) == by_name[stage].rows_rejected
-        assert all(r["reason"].startswith(("parse: ", "engine: ")) for r in llm_rejects)
+        assert all(r["reason"] in ("parse_error", "engine_error") and r["detail"] for r in llm_rejects)
     for name in LLM_STAGES:
         uri = storage.join(root, "tcelongbench", name)
         assert storage.is_done(uri), name

@@ -6,8 +6,8 @@ import datetime as dt
 
 import pytest
 
-from pipelines.tcelongbench import build
 from udfs.retrieval import LeakageError
+from udfs.tcelongbench import assemble as assembly
 
 D = dt.date(2015, 9, 1)
 DATES = [D, D + dt.timedelta(days=3), D + dt.timedelta(days=6)]
@@ -47,8 +47,7 @@ def question(task: str, k: int) -> dict:
 
 
 def assemble(questions):
-    config = build.Config(root="unused")
-    return build.assemble(config, [TCE], ARTICLES, [], [], questions, {"t1": "test"})
+    return assembly.assemble([TCE], ARTICLES, [], [], questions, {"t1": "test"}, seed=0)
 
 
 def test_items_context_is_days_before_the_last():
@@ -63,12 +62,12 @@ def test_items_context_is_days_before_the_last():
 
 
 def test_injected_late_article_in_the_context_is_caught(monkeypatch):
-    real = build.context_articles
+    real = assembly.context_articles
 
     def leaky(tce_articles, tces):
         return [*real(tce_articles, tces), {**ARTICLES[2], "cutoff_date": DATES[1]}]
 
-    monkeypatch.setattr(build, "context_articles", leaky)
+    monkeypatch.setattr(assembly, "context_articles", leaky)
     with pytest.raises(LeakageError, match="a3"):
         assemble([question("forecast", 3)])
 

@@ -17,11 +17,6 @@ from udfs.tcelongbench import outline
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tcelongbench"
 
 
-def test_truncate_words_cuts_at_a_word_boundary():
-    assert outline.truncate_words("one  two\nthree", 100) == "one two three"
-    assert outline.truncate_words("alpha beta gamma", 12) == "alpha beta"
-
-
 def test_parse_summary_keeps_first_paragraph():
     assert outline.parse_summary(" Police stopped a train west of Budapest.\n\nSummary 2: x")["summary"] == (
         "Police stopped a train west of Budapest."

@@ -15,16 +15,6 @@ MIN_SUMMARY_WORDS = 5
 _BULLET = re.compile(r"^\s*[*\-•]\s*(.*)$")
 
 
-def truncate_words(text: str, max_chars: int) -> str:
-    """The text cut to at most ``max_chars`` characters at a word boundary (whitespace collapsed),
-    so a long article fits the model's context."""
-    flat = " ".join((text or "").split())
-    if len(flat) <= max_chars:
-        return flat
-    cut = flat[:max_chars]
-    return cut[: cut.rfind(" ")] if " " in cut else cut
-
-
 def parse_summary(text: str) -> dict[str, str]:
     """A summary: the answer up to the first blank line, whitespace collapsed; fewer than
     ``MIN_SUMMARY_WORDS`` words is a parse error (an empty or cut-off answer)."""

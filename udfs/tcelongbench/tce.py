@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from udfs.ids import stable_id
+from udfs.text import first_words
 from udfs.urls import host_matches
 
 NOISE = -1
@@ -105,7 +106,7 @@ def preclean(
 
 def embed_text(article: dict[str, Any], words: int = EMBED_WORDS) -> str:
     """What is embedded for clustering: the title and the first ``words`` words of the text."""
-    head = " ".join((article.get("text") or "").split()[:words])
+    head = first_words(article.get("text"), words)
     title = (article.get("title") or "").strip()
     return f"{title}. {head}" if title else head
 

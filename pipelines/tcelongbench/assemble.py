@@ -1,0 +1,79 @@
+"""S9 — the end of a build: question dedup, the split by TCE, the benchmark tables and
+evaluation items (``udfs.tcelongbench.assemble``), the rejected rows and the dataset card."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+import pyarrow as pa
+
+from pipelines.benchmarks import write_benchmark_table, write_card, write_eval_items
+from pipelines.llm.ledger import Ledger
+from pipelines.tcelongbench.config import Config
+from pipelines.tcelongbench.formation import Events
+from pipelines.tcelongbench.questions import drop_question
+from udfs.embeddings import embed
+from udfs.tcelongbench import finalize, order
+from udfs.tcelongbench.assemble import assemble
+from udfs.tcelongbench.tables import NAME, ORDER
+
+
+def dedup_questions(
+    config: Config, ledger: Ledger, mc_questions: list[dict[str, Any]], order_questions: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Within each TCE and task, in generation order: drop detail/forecast questions too similar
+    to an earlier kept one and order problems sharing more than one key point with one."""
+    step = ledger.step("qa_dedup")
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for q in mc_questions:
+        groups[(q["tce_id"], q["task"])].append(q)
+    kept = []
+    for key in sorted(groups):
+        group = sorted(groups[key], key=lambda q: (q["date"], q["j"], q["qa_id"]))
+        vectors = embed([q["question"] for q in group], config.encoder)
+        for q, dup in zip(group, finalize.dedup_questions(vectors, config.qa_dup_threshold), strict=True):
+            if dup is None:
+                ledger.keep(step)
+                kept.append(q)
+            else:
+                drop_question(ledger, step, "duplicate_question", q, group[dup]["qa_id"])
+    by_tce: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for p in order_questions:
+        by_tce[p["tce_id"]].append(p)
+    for tce_id in sorted(by_tce):
+        group = by_tce[tce_id]  # already in generation order
+        for p, dup in zip(group, order.dedup_order([p["kp_ids"] for p in group]), strict=True):
+            if dup is None:
+                ledger.keep(step)
+                kept.append({**p, "task": ORDER})
+            else:
+                drop_question(ledger, step, "shares_key_points", p, group[dup]["qa_id"])
+    ledger.close(step)
+    return kept
+
+
+def write_outputs(
+    config: Config,
+    ledger: Ledger,
+    events: Events,
+    day_summaries: list[dict[str, Any]],
+    key_points: list[dict[str, Any]],
+    questions: list[dict[str, Any]],
+) -> tuple[dict[str, pa.Table], dict[str, Any]]:
+    """Split, assemble and write every table under ``benchmarks/tcelongbench/``; returns the
+    tables by name (``eval_items`` and ``rejected`` included) and the dataset card."""
+    splits = finalize.assign_splits([t["tce_id"] for t in events.tces], config.split_ratios)
+    tables, items = assemble(
+        events.tces, events.rows, day_summaries, key_points, questions, splits, config.seed
+    )
+    for name, table in tables.items():
+        partition = ("split",) if name.startswith("qa_") else ()
+        write_benchmark_table(config.root, NAME, name, table, partition)
+    tables["eval_items"] = write_eval_items(config.root, NAME, items)
+    tables["rejected"] = ledger.write_rejected()
+    counts = {name: t.num_rows for name, t in tables.items()} | {
+        "rejected_by_stage": dict(sorted(Counter(r["stage"] for r in ledger.rejected).items()))
+    }
+    card = write_card(config.root, NAME, ledger.runner, counts, config)
+    return tables, card

@@ -1,0 +1,207 @@
+"""S6 and S8 — detail and forecast questions: generation and the question rules, the Evidence
+check, Background 2 and the (b)(c)(d) distractors, the Plausible check and the voted Forecasting
+check. Detail questions come from days 1..n-1 only, forecast questions from day n; Background 2
+never comes from day n (asserted)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import pyarrow as pa
+
+from pipelines.llm.ledger import Ledger
+from pipelines.llm.stage import LLMStage
+from pipelines.tcelongbench.config import Config
+from pipelines.tcelongbench.formation import Events
+from udfs.embeddings import embed
+from udfs.ids import stable_id, stable_seed
+from udfs.llm_rows import OUTPUT_COLUMNS
+from udfs.report import RunSummary
+from udfs.tcelongbench import qa, verify
+from udfs.tcelongbench.tables import DETAIL, FORECAST
+
+
+def parsed(out: pa.Table) -> list[dict[str, Any]]:
+    """The parsed rows of a stage's output, without the contract columns (the provenance stays
+    in the stage output)."""
+    return [{k: v for k, v in r.items() if k not in OUTPUT_COLUMNS} for r in out.to_pylist() if r["parse_ok"]]
+
+
+def drop_question(
+    ledger: Ledger, step: RunSummary, reason: str, q: dict[str, Any], detail: str | None = None
+) -> None:
+    """Record a question (or order problem) dropped by a builder step."""
+    ledger.drop(step, reason, unit="question", item_id=q["qa_id"], parent_id=q["tce_id"], detail=detail)
+
+
+def generate(
+    ledger: Ledger, stages: dict[str, LLMStage], points: list[dict[str, Any]], events: Events
+) -> list[dict[str, Any]]:
+    """One question per kept point: detail from days 1..n-1, forecast from day n. No question may
+    repeat a few-shot example of its prompt; forecast questions must pass the hard rules (opener,
+    Day present, no "before")."""
+
+    def row(p: dict[str, Any], task: str) -> dict[str, Any]:
+        if task == DETAIL and p["date"] > events.by_id[p["tce_id"]]["dates"][-2]:
+            raise AssertionError(f"detail key point {p['kp_id']} dated after t_(n-1)")
+        return {
+            "qa_id": stable_id("qa", task, p["kp_id"]),
+            "task": task,
+            "tce_id": p["tce_id"],
+            "kp_ids": [p["kp_id"]],
+            "k": p["k"],
+            "j": p["j"],
+            "date": p["date"],
+            "gold_article_id": p["gold_article_id"],
+            "point": p["text"],
+            "article": events.text(p["gold_article_id"]),
+            "day": p["date"].isoformat(),
+        }
+
+    last = {t["tce_id"]: t["n"] for t in events.tces}
+    found = []
+    for task in (DETAIL, FORECAST):
+        rows = [row(p, task) for p in points if (p["k"] == last[p["tce_id"]]) == (task == FORECAST)]
+        out = ledger.run(
+            stages[f"{task}_qa"], rows, unit="question", id_column="qa_id", parent_column="tce_id"
+        )
+        found += parsed(out)
+    templates = {task: stages[f"{task}_qa"].prompt.user_template for task in (DETAIL, FORECAST)}
+    step = ledger.step("question_rules")
+    passing = []
+    for q in found:
+        problems = ["copied_example"] if qa.copied_example(q["question"], templates[q["task"]]) else []
+        if q["task"] == FORECAST:
+            problems += qa.forecast_question_problems(q["question"], q["day"])
+        if problems:
+            reason = f"{q['task']}_" + "+".join(problems)
+            drop_question(ledger, step, reason, q, q["question"])
+        else:
+            ledger.keep(step)
+            passing.append(q)
+    ledger.close(step)
+    return passing
+
+
+def verify_evidence(
+    config: Config, ledger: Ledger, stage: LLMStage, candidates: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The Evidence check: keep a question only on the affirmative verdict (and, with
+    ``evidence_min_match``, only if the quoted sentence matches the article)."""
+    out = parsed(ledger.run(stage, candidates, unit="question", id_column="qa_id", parent_column="tce_id"))
+    step = ledger.step("evidence_verdict")
+    passing = []
+    for q in out:
+        match = qa.evidence_match(q["evidence_sentence"], q["article"])
+        if not q["evidence_pass"]:
+            reason = "answer_may_be_wrong"
+        elif config.evidence_min_match is not None and match < config.evidence_min_match:
+            reason = "evidence_not_in_article"
+        else:
+            ledger.keep(step)
+            passing.append({**q, "evidence_match": match})
+            continue
+        drop_question(ledger, step, reason, q, q["evidence_sentence"])
+    ledger.close(step)
+    return passing
+
+
+def add_distractors(
+    config: Config, ledger: Ledger, stage: LLMStage, questions: list[dict[str, Any]], events: Events
+) -> list[dict[str, Any]]:
+    """Draw Background 2 (an article of another day among 1..n-1) and ask for the (b)(c)(d)
+    distractors; returns the questions with their four choices (correct first)."""
+    step = ledger.step("background2")
+    rows = []
+    for q in questions:
+        t = events.by_id[q["tce_id"]]
+        by_day = {k: events.members[(q["tce_id"], k)] for k in range(1, t["n"] + 1)}
+        seed = stable_seed(config.seed, "background2", q["qa_id"])
+        pick = qa.pick_background(by_day, q["k"], range(1, t["n"]), seed)
+        if pick is None:
+            drop_question(ledger, step, "no_other_day_before_last", q)
+            continue
+        k2, article2 = pick
+        if t["dates"][k2 - 1] >= t["dates"][-1]:
+            raise AssertionError(f"{q['qa_id']}: Background 2 from the last day")
+        ledger.keep(step)
+        rows.append(
+            {
+                **q,
+                "background1": q["article"],
+                "background2": events.text(article2),
+                "background2_article_id": article2,
+                "background2_date": t["dates"][k2 - 1],
+            }
+        )
+    ledger.close(step)
+    out = ledger.run(stage, rows, unit="question", id_column="qa_id", parent_column="tce_id")
+    return [
+        {
+            **q,
+            "choices": [q["answer"], q["distractor_b"], q["distractor_c"], q["distractor_d"]],
+            "choice_types": ["correct", *qa.DISTRACTOR_TYPES],
+        }
+        for q in parsed(out)
+    ]
+
+
+def check_plausible(config: Config, ledger: Ledger, questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The Plausible check on every question's four choices."""
+    step = ledger.step("plausible")
+    passing = []
+    vectors = embed([c for q in questions for c in q["choices"]], config.encoder)
+    for i, q in enumerate(questions):
+        block = vectors[4 * i : 4 * i + 4]
+        problems = qa.plausible_problems(
+            q["choices"],
+            block @ block.T,
+            config.plausible_mode,
+            config.plausible_max_word_spread,
+            config.plausible_max_cosine,
+        )
+        if problems:
+            reason = "plausible_" + "+".join(problems)
+            drop_question(ledger, step, reason, q, " | ".join(q["choices"]))
+        else:
+            ledger.keep(step)
+            passing.append(q)
+    ledger.close(step)
+    return passing
+
+
+def tally(
+    config: Config, ledger: Ledger, name: str, check: str, items: list[dict[str, Any]], out: pa.Table
+) -> list[dict[str, Any]]:
+    """Aggregate the voting rounds of each item (an unparseable round fails); the passing items
+    get their ``votes`` and ``votes_passed``."""
+    rounds: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in out.to_pylist():
+        rounds[row["qa_id"]].append(row)
+    step = ledger.step(name)
+    passing = []
+    for item in items:
+        got = sorted(rounds[item["qa_id"]], key=lambda r: r["sample_index"])
+        passes = [r["parse_ok"] and verify.round_passes(check, r["q1"], r["q2"]) for r in got]
+        votes = [f"{r['q1']}{r['q2']}" if r["parse_ok"] else "--" for r in got]
+        n_pass = sum(passes)
+        if verify.vote(passes, config.verify_min_pass):
+            ledger.keep(step)
+            passing.append({**item, "votes": votes, "votes_passed": n_pass})
+        else:
+            drop_question(ledger, step, f"votes_{n_pass}_of_{len(got)}", item, ",".join(votes))
+    ledger.close(step)
+    return passing
+
+
+def vote_forecasts(
+    config: Config, ledger: Ledger, stage: LLMStage, questions: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The Forecasting check: ``verify_rounds`` sampled rounds per question, majority rule."""
+    rows = [
+        {"qa_id": q["qa_id"], "tce_id": q["tce_id"], "question": q["question"], "day": q["day"]}
+        for q in questions
+    ]
+    out = ledger.run(stage, rows, unit="question", id_column="qa_id", parent_column="tce_id")
+    return tally(config, ledger, "forecast_votes_tally", verify.FORECASTING, questions, out)
