@@ -28,9 +28,9 @@ step "LLM layer: every request kind on the embedded model (Ray Data)"
 
 # The builders below run with small limits: the embedded 270M base model is slow on CPU and
 # rarely follows the formats, so most candidates end as rejected rows with their reasons.
-step "builder: TCELongBench (temporal complex events from the news sample)"
-"$PY" -m pipelines.tcelongbench --root "$OUT" --min-cluster-size 3 --min-samples 2 --max-tces 1 \
-  --max-articles-per-day 1 --max-article-chars 600 --max-tokens 32
+step "builder: TCELongBench (temporal complex events from the reported.ly live-blog articles)"
+"$PY" -m pipelines.tcelongbench --root "$OUT" --topic-hosts reported.ly --min-cluster-size 3 --min-samples 2 \
+  --limit 1 --max-articles-per-day 1 --max-article-words 100 --max-new-tokens 32
 
 step "builder: OpenForecast (complex events from Wikipedia and the Current Events Portal)"
 "$PY" -m pipelines.openforecast --root "$OUT" --demo
