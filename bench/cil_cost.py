@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from udfs import storage
+from udfs.layout import Layout
 from udfs.prompts import load_prompt
 from udfs.prophet.cil import EvidenceArticle, cil_terms, normalize_joint
 from udfs.prophet.layout import PromptArticle, conditional_variables, joint_variables, prompt_ids, snippet
@@ -165,7 +166,7 @@ def worked_examples(words: int) -> list[Scenario]:
 
 def demo_scenarios(root: str) -> list[Scenario]:
     """The questions of a finished ``pipelines.prophet`` run, with its evidence and settings."""
-    base = storage.join(root, "benchmarks", "prophet")
+    base = Layout(root).benchmark("prophet")
     config = storage.read_json(storage.join(base, "dataset_card.json"))["config"]
     questions = {q["question_id"]: q for q in storage.read_table(storage.join(base, "questions")).to_pylist()}
     evidence = storage.read_table(storage.join(base, "evidence")).to_pylist()

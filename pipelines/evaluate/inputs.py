@@ -16,13 +16,14 @@ from udfs import storage
 from udfs.eval_items import EVAL_ITEM_SCHEMA, InvalidItemError, validate_item
 from udfs.evaluate import importers
 from udfs.ids import stable_seed
+from udfs.layout import Layout
 from udfs.questions import forecastbench_questions, load_questions_file
 from udfs.report import RunSummary
 
 
 def discover_benchmarks(root: str) -> list[str]:
     """Names of the benchmarks that wrote evaluation items under ``<root>/benchmarks/``."""
-    base = storage.join(root, "benchmarks")
+    base = Layout(root).path("benchmarks")
     names = set()
     for uri in storage.list_files(base, ".parquet"):
         parts = PurePosixPath(uri[len(base) + 1 :]).parts
@@ -33,7 +34,7 @@ def discover_benchmarks(root: str) -> list[str]:
 
 def read_benchmark_items(root: str, name: str) -> pa.Table:
     """One benchmark's items (any hive partitioning, cast to the item schema)."""
-    return storage.read_table(storage.join(root, "benchmarks", name, "eval_items"), EVAL_ITEM_SCHEMA)
+    return storage.read_table(Layout(root).benchmark(name, "eval_items"), EVAL_ITEM_SCHEMA)
 
 
 def _local(uri_or_path: str) -> str:
