@@ -15,6 +15,7 @@ from pipelines.llm.stage import StageRunner
 from udfs import storage
 from udfs.eval_items import items_table
 from udfs.layout import Layout
+from udfs.report import parse_failures
 
 
 def write_benchmark_table(
@@ -59,10 +60,11 @@ def llm_cost(runner: StageRunner) -> dict[str, Any]:
         stages[s.name] = {k: s.metrics.get(k, 0) for k in keys} | {
             "rows": s.rows_read,
             "failed": s.rows_rejected,
+            "parse_failures": parse_failures(s),
             "failures_by_reason": dict(s.rejected),
             "seconds": round(s.seconds, 1),
         }
-    total = {k: sum(v[k] for v in stages.values()) for k in (*keys, "rows", "failed")}
+    total = {k: sum(v[k] for v in stages.values()) for k in (*keys, "rows", "failed", "parse_failures")}
     return {"stages": stages, "total": total}
 
 
@@ -101,19 +103,16 @@ def card_markdown(card: dict[str, Any]) -> str:
         "",
         "## LLM cost",
         "",
-        "| stage | rows | requests | unique | computed | cached | input tok | output tok | failed |",
+        "| stage | rows | requests | unique | computed | cached | input tok | output tok | failed | parse failures |",
     ]
-    lines += ["| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for stage, c in card["llm_cost"]["stages"].items():
+    lines += ["| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    rows = [*card["llm_cost"]["stages"].items(), ("**total**", card["llm_cost"]["total"])]
+    for stage, c in rows:
         lines.append(
             f"| {stage} | {c['rows']} | {c['requests_total']} | {c['requests_unique']} | {c['requests_computed']} "
-            f"| {c['requests_cached']} | {c['input_tokens']} | {c['output_tokens']} | {c['failed']} |"
+            f"| {c['requests_cached']} | {c['input_tokens']} | {c['output_tokens']} | {c['failed']} "
+            f"| {c['parse_failures']} |"
         )
-    t = card["llm_cost"]["total"]
-    lines.append(
-        f"| **total** | {t['rows']} | {t['requests_total']} | {t['requests_unique']} | {t['requests_computed']} "
-        f"| {t['requests_cached']} | {t['input_tokens']} | {t['output_tokens']} | {t['failed']} |"
-    )
     lines += [
         "",
         "## Configuration",

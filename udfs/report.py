@@ -86,15 +86,22 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def parse_failures(summary: RunSummary) -> int:
+    """Rows of an LLM stage whose answer did not parse (reasons ``parse: …``)."""
+    return sum(n for reason, n in summary.rejected.items() if reason.startswith("parse:"))
+
+
 def combined_table(summaries: list[RunSummary], title: str) -> str:
-    """One line per stage: read / written / rejected / time, for multi-stage pipelines."""
-    header = ("stage", "read", "written", "rejected", "ok", "seconds")
+    """One line per stage: read / written / rejected (of which parse failures, for LLM stages) /
+    time, for multi-stage pipelines."""
+    header = ("stage", "read", "written", "rejected", "parse fail", "ok", "seconds")
     body = [
         (
             s.name,
             f"{s.rows_read:,}",
             f"{s.rows_written:,}",
             f"{s.rows_rejected:,}",
+            f"{parse_failures(s):,}" if "requests_total" in s.metrics else "",
             "yes" if s.reconciles else "NO",
             f"{s.seconds:.1f}",
         )

@@ -4,6 +4,7 @@ A golden file holds ``# <id> v<version>`` and the prompt rendered with its ``exa
 variables. Changing a prompt's text without bumping its version fails here; regenerate the
 golden files with ``pytest tests/unit/test_prompts.py --update-golden`` after bumping."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,8 @@ def test_every_prompt_has_an_example_and_a_golden_render(update_golden):
         prompt = load_prompt(prompt_id)
         assert prompt.example, f"{prompt_id} has no example variables"
         text = f"# {prompt_id} v{prompt.version}\n" + prompt.render(prompt.example).plain_text() + "\n"
+        if prompt.output:  # the declared answer form is part of the prompt's contract
+            text += "# output: " + json.dumps(prompt.output, sort_keys=True, ensure_ascii=False) + "\n"
         path = GOLDEN / f"{prompt_id}.txt"
         if update_golden:
             path.parent.mkdir(parents=True, exist_ok=True)
