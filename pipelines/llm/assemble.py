@@ -36,6 +36,7 @@ class Unit:
     keys: list[str]
     options: list[str] | None = None
     plan: ChoicePlan | None = None
+    structured: dict[str, Any] | None = None  # the declared answer form its requests were sent with
 
 
 def answer_turn(parser: Callable[[str], dict[str, Any]], prefix: str) -> Callable[[str], dict[str, Any]]:
@@ -66,7 +67,6 @@ def assemble(
 ) -> pa.Table:
     """The output table of a stage (see the module docstring); fills ``summary``'s counts."""
     kind = prompt.kind
-    declared = stage.structured or prompt.output
     parser = stage.parser
     if parser is not None and stage.parse_prefix:
         parser = answer_turn(parser, prompt.answer_prefix)
@@ -111,8 +111,8 @@ def assemble(
             text = answers[0]["generated_text"] or ""
             values["raw_text"] = text
             try:
-                if declared:
-                    check_output(declared, text)
+                if unit.structured:
+                    check_output(unit.structured, text)
                 if kind == "verbalized":
                     values["prob"] = parse_verbalized_probability(text)["prob"]
                 elif parser is not None:

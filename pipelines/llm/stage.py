@@ -63,6 +63,8 @@ class LLMStage:
     ``structured`` overrides the prompt's declared ``output`` (``{"json": schema}``,
     ``{"choice": [...]}`` or ``{"regex": ...}``), which every backend enforces as structured
     output and the runner checks before the parser runs.
+    ``structured_column`` names a column of per-row declarations (a dict or a JSON string; null:
+    the stage's) for answers whose form depends on the row, e.g. its own option labels.
     ``sampling_column`` names a column of per-row sampling overrides (a dict or a JSON string)
     applied over the prompt's defaults and ``sampling``; a ``seed`` there fixes the row's seed.
     ``parse_prefix``: the parser reads the prompt's answer prefix followed by the generated text
@@ -79,6 +81,7 @@ class LLMStage:
     samples: int = 1
     seed: int = 0
     structured: dict[str, Any] | None = None
+    structured_column: str | None = None
     sampling_column: str | None = None
     parse_prefix: bool = False
 
@@ -225,8 +228,7 @@ class StageRunner:
             raise ValueError("samples must be >= 1")
         kind = prompt.kind
         declared = output_of(stage, prompt)
-        structured = json.dumps(declared, sort_keys=True) if declared else None
-        if structured and kind == "choice":
+        if (declared or stage.structured_column) and kind == "choice":
             raise ValueError(f"stage {stage.name}: a choice prompt scores its options; no structured output")
         plans: dict[tuple, ChoicePlan] = {}
         units: list[Unit] = []
@@ -235,13 +237,15 @@ class StageRunner:
             variables = stage.variables(record) if stage.variables else record
             text = self.prompt_text(prompt.render(variables))
             row_sampling = _row_sampling(record, stage.sampling_column)
+            row_declared = _row_mapping(record, stage.structured_column) or declared
+            structured = json.dumps(row_declared, sort_keys=True) if row_declared else None
             for sample in range(stage.samples):
                 sampling = merge_sampling(prompt.sampling, stage.sampling, row_sampling)
                 if self.llm.max_new_tokens and kind != "choice":
                     sampling["max_tokens"] = min(sampling["max_tokens"], self.llm.max_new_tokens)
                 base_seed = row_sampling.get("seed", stage.seed)
                 sampling["seed"] = sample_seed(base_seed, text, sample)
-                unit = Unit(index, sample, sampling, [])
+                unit = Unit(index, sample, sampling, [], structured=row_declared)
                 if kind == "choice":
                     options = (
                         list(record[stage.options_column]) if stage.options_column else list(prompt.options)
@@ -359,12 +363,16 @@ def output_of(stage: LLMStage, prompt: Prompt) -> dict[str, Any] | None:
     return stage.structured or prompt.output
 
 
-def _row_sampling(record: dict[str, Any], column: str | None) -> dict[str, Any]:
+def _row_mapping(record: dict[str, Any], column: str | None) -> dict[str, Any]:
+    """A per-row mapping column (a dict or a JSON string); empty when absent or null."""
     if column is None or record.get(column) is None:
         return {}
     value = record[column]
-    overrides = json.loads(value) if isinstance(value, str) else dict(value)
-    return {k: v for k, v in overrides.items() if v is not None}
+    return json.loads(value) if isinstance(value, str) else dict(value)
+
+
+def _row_sampling(record: dict[str, Any], column: str | None) -> dict[str, Any]:
+    return {k: v for k, v in _row_mapping(record, column).items() if v is not None}
 
 
 def _drop_contract_columns(rows: pa.Table, stage: LLMStage) -> pa.Table:

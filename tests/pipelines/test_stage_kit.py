@@ -135,3 +135,24 @@ def test_the_ledger_records_failures_and_drops_in_the_one_rejected_schema(ray_lo
     assert {by_item["Kenya"]["reason"], by_item["Chad"]["reason"]} == {"starts_with_n"}
     assert by_item["Chad"]["stage"] == "capital_check"
     assert [s.name for s in ledger.summaries] == ["demo_builder/capital", "demo_builder/capital_check"]
+
+
+def test_a_declared_output_is_checked_before_the_parser_and_may_differ_per_row(ray_local, tmp_path):
+    rows = pa.table(
+        {
+            "country": ["France", "Japan", "Kenya"],
+            "form": ['{"choice": ["Paris", "Lyon"]}', '{"regex": " ?[A-Z][a-z]+"}', None],
+        }
+    )
+    answers = {"France": "Paris", "Japan": "tokyo!", "Kenya": "Nairobi"}
+    stage = LLMStage(
+        "declared",
+        "smoke.capital",
+        parser=first_line,
+        parsed_schema=ANSWER_SCHEMA,
+        structured={"regex": "N[a-z]+"},
+        structured_column="form",
+    )
+    out = StageRunner(str(tmp_path), "t", scripted(answers)).run(stage, rows).to_pylist()
+    assert [r["parse_ok"] for r in out] == [True, False, True]
+    assert out[1]["parse_error"] == "parse: output: the answer does not match the declared pattern"
