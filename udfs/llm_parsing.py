@@ -23,14 +23,14 @@ def check_output(output: dict[str, Any], text: str) -> None:
         try:
             jsonschema.validate(json.loads(text), value)
         except json.JSONDecodeError as exc:
-            raise ParseError(f"output: not a JSON document ({exc.msg})") from exc
+            raise ParseError(f"output is not a JSON document ({exc.msg})") from exc
         except jsonschema.ValidationError as exc:
-            raise ParseError(f"output: JSON does not match the schema ({exc.message[:120]})") from exc
+            raise ParseError(f"output JSON does not match the schema ({exc.message[:120]})") from exc
     elif how == "regex":
         if re.fullmatch(value, text, flags=re.DOTALL) is None:
-            raise ParseError("output: the answer does not match the declared pattern")
+            raise ParseError("output does not match the declared pattern")
     elif text not in value:
-        raise ParseError("output: the answer is none of the declared choices")
+        raise ParseError("output is none of the declared choices")
 
 
 _STAR_DECIMAL = re.compile(r"\*\s*(0(?:\.\d+)?|1(?:\.0+)?|\.\d+)\s*\*")

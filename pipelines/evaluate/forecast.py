@@ -109,6 +109,7 @@ STAGE_ROWS = pa.schema(
         pa.field("setting", pa.string()),
         pa.field("vars_json", pa.string()),
         pa.field("option_labels", pa.list_(pa.string())),
+        pa.field("structured", pa.string()),  # the item's own answer form, when it has one
     ]
 )
 
@@ -124,7 +125,18 @@ def forecast_stage(prompt_id: str) -> LLMStage:
         parsed_schema=schema,
         variables=variables_of,
         options_column="option_labels" if choice else None,
+        structured_column=None if choice else "structured",
     )
+
+
+def item_output(prompt_id: str, labels: list[str]) -> str | None:
+    """The answer form that depends on the item: its letters' permutations for an ordering, its
+    labels for a verbalized distribution (JSON; None: the prompt's own declaration)."""
+    if prompt_id == "evaluate.forecast_order":
+        return json.dumps(answers.order_output(len(labels)))
+    if prompt_id == "evaluate.forecast_verbalized":
+        return json.dumps(answers.verbalized_output(labels))
+    return None
 
 
 @dataclass
@@ -198,6 +210,7 @@ def run_forecasts(requests: list[Request], runner: StageRunner) -> list[dict[str
                 "setting": r.setting.name,
                 "vars_json": json.dumps(r.variables),
                 "option_labels": r.labels,
+                "structured": item_output(prompt_id, r.labels),
             }
             for n, r in enumerate(requests)
             if r.prompt_id == prompt_id

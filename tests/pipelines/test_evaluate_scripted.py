@@ -51,12 +51,13 @@ def oracle_choice(variables: dict):
 
 
 def oracle_verbalized(variables: dict) -> str:
-    return json.dumps(oracle_choice(variables))
+    """The rest of the JSON object the prompt opens, in its declared form (labels in order)."""
+    return ", ".join(f'"{label}": {p:.3f}' for label, p in oracle_choice(variables).items())
 
 
 def oracle_order(variables: dict) -> str:
     item = ITEMS[variables["question"]]
-    return ",".join("ABC"[i] for i in item["gold_order"]) + "."
+    return " " + ",".join("ABC"[i] for i in item["gold_order"])
 
 
 def oracle_events(variables: dict) -> str:

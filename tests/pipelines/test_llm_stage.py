@@ -71,7 +71,9 @@ def test_malformed_output_is_a_parse_error_row(ray_local, tmp_path):
     cut = runner.run(truncated, pa.table({"event": ["It snows in Cairo tomorrow."]}))
     assert cut.column("parse_ok").to_pylist() == [False] and cut.column("prob").to_pylist() == [None]
     summary: RunSummary = runner.summaries[-1]
-    assert summary.rejected == {"parse: no *decimal* probability in the answer": 1} and summary.reconciles
+    # two tokens cannot complete the declared form: the check against it fails before the parser
+    assert summary.rejected == {"parse: output does not match the declared pattern": 1}
+    assert summary.reconciles
 
 
 def test_samples_get_distinct_seeds_and_are_reproducible(ray_local, tmp_path):

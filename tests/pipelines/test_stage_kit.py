@@ -155,4 +155,4 @@ def test_a_declared_output_is_checked_before_the_parser_and_may_differ_per_row(r
     )
     out = StageRunner(str(tmp_path), "t", scripted(answers)).run(stage, rows).to_pylist()
     assert [r["parse_ok"] for r in out] == [True, False, True]
-    assert out[1]["parse_error"] == "parse: output: the answer does not match the declared pattern"
+    assert out[1]["parse_error"] == "parse: output does not match the declared pattern"

@@ -8,6 +8,7 @@ parse failure is a refusal (scored as a uniform forecast, counted as wrong).
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
@@ -99,6 +100,26 @@ def parse_order_columns(text: str) -> dict[str, Any]:
     if not match:
         raise ParseError("no comma-separated letter sequence")
     return {"order_letters": "".join(re.findall(r"[A-Z]", match.group(0)))}
+
+
+_PROBABILITY = r"(0(\.[0-9]{1,3})?|1(\.0{1,3})?)"
+MAX_ORDER_CHOICES = 5  # up to 5! = 120 permutations as a choice; longer orders get a letters regex
+
+
+def order_output(n: int) -> dict[str, Any]:
+    """The answer form of an ordering item with ``n`` options, after ``Order:``: one of the
+    permutations of its letters (a choice), or for long orders ``n`` comma-separated letters."""
+    labels = option_labels(n)
+    if n <= MAX_ORDER_CHOICES:
+        return {"choice": [" " + ",".join(p) for p in itertools.permutations(labels)]}
+    letter = f"[{labels[0]}-{labels[-1]}]"
+    return {"regex": f" {letter}(,{letter}){{{n - 1}}}"}
+
+
+def verbalized_output(labels: Sequence[str]) -> dict[str, Any]:
+    """The answer form of a verbalized distribution, continuing the prompt's ``{``: every label
+    once, in order, with a decimal in [0, 1] (``"A": 0.25, "B": 0.75``)."""
+    return {"regex": ", ".join(f'"{re.escape(label)}": {_PROBABILITY}' for label in labels)}
 
 
 def order_from_letters(letters: str, n: int) -> list[int]:
