@@ -1,12 +1,17 @@
-"""Local LLM stage vs the naive loop: requests/s and generated tokens/s on the same prompts.
+"""Local LLM stage vs the naive loop, and constrained vs unconstrained decoding, on the same prompts.
 
-    python -m bench.llm_local [--prompts 48] [--max-tokens 24] [--batch-size 8]
+    python -m bench.llm_local [--prompts 48] [--max-tokens 16] [--batch-size 8]
 
-The naive loop is what most scripts do: load the model, then call ``generate`` once per prompt.
-The stage runs the same prompts through Ray Data and the batched local engine, with duplicate
-prompts collapsed. Both decode greedily for the same number of new tokens with no stop string
-(so generated tokens/s compares like with like); the model load is timed separately (the stage's
-engine actor is warmed on a throwaway stage first). Results go to ``bench/results/llm_local.json``.
+1. The naive loop is what most scripts do: load the model, then call ``generate`` once per
+   prompt. The stage runs the same prompts through Ray Data and the batched local engine, with
+   duplicate prompts collapsed. Both decode greedily for the same number of new tokens with no
+   stop string and no output constraint (so generated tokens/s compares like with like); the
+   model load is timed separately (the stage's engine actor is warmed on a throwaway stage first).
+2. Structured output on the embedded engine: the same stage unconstrained, with a regex and with a
+   JSON schema (xgrammar masks every step; grammars compiled during the warm-up), in generated
+   tokens/s. Every run uses a fresh request cache.
+
+Results go to ``bench/results/llm_local.json``; the last line printed is one JSON object.
 """
 
 from __future__ import annotations
@@ -50,13 +55,30 @@ def naive_loop(prompts: list[str], max_tokens: int, model_dir: str) -> dict[str,
     return {"load_s": load, "seconds": seconds, "requests": len(prompts), "generated_tokens": generated}
 
 
-def stage_run(table: pa.Table, max_tokens: int, llm: LLMConfig) -> dict[str, float]:
+CONSTRAINTS: dict[str, dict] = {
+    "unconstrained": {},
+    "regex": {"regex": r" [A-Z][^\n]{8,200}"},
+    "json": {
+        "json": {
+            "type": "object",
+            "properties": {"city": {"type": "string", "maxLength": 200}, "sure": {"type": "boolean"}},
+            "required": ["city", "sure"],
+            "additionalProperties": False,
+        }
+    },
+}
+
+
+def stage_run(
+    table: pa.Table, max_tokens: int, llm: LLMConfig, constraint: dict | None = None
+) -> dict[str, float]:
     stage = LLMStage(
         "bench",
         "smoke.capital",
-        parser=first_line,
-        parsed_schema=ANSWER_SCHEMA,
+        parser=None if constraint else first_line,
+        parsed_schema=pa.schema([]) if constraint else ANSWER_SCHEMA,
         sampling={"max_tokens": max_tokens, "stop": []},
+        structured=constraint if constraint is not None else {},
     )
     with tempfile.TemporaryDirectory() as root:
         warm = StageRunner(root, "warm", llm)
@@ -98,6 +120,7 @@ def main(argv: list[str] | None = None) -> None:
 
     ours = stage_run(table, args.max_tokens, llm)
     naive = naive_loop(prompts, args.max_tokens, str(embedded_model_dir()))
+    constrained = {name: stage_run(table, args.max_tokens, llm, c) for name, c in CONSTRAINTS.items()}
     rows = []
     for name, r in (("naive loop", naive), ("augury stage", ours)):
         rows.append(
@@ -117,9 +140,25 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{name:<14}{rps:>9.2f}{tps:>11.1f}{sec:>10.1f}{load:>9.1f}")
     ratio = (ours["requests"] / ours["seconds"]) / (naive["requests"] / naive["seconds"])
     print(f"requests/s ratio (stage / naive): {ratio:.2f}x")
+    print(f"\nstructured output on the embedded engine, {args.max_tokens} new tokens at most")
+    print(f"{'':<14}{'gen tok/s':>11}{'tokens':>8}{'seconds':>10}")
+    speed = {name: r["generated_tokens"] / r["seconds"] for name, r in constrained.items()}
+    for name, r in constrained.items():
+        print(f"{name:<14}{speed[name]:>11.1f}{r['generated_tokens']:>8}{r['seconds']:>10.1f}")
+    summary = {
+        "stage_vs_naive_requests_per_s": round(ratio, 3),
+        "unconstrained_tok_s": round(speed["unconstrained"], 2),
+        "regex_tok_s": round(speed["regex"], 2),
+        "json_tok_s": round(speed["json"], 2),
+        "regex_vs_unconstrained": round(speed["regex"] / speed["unconstrained"], 3),
+        "json_vs_unconstrained": round(speed["json"] / speed["unconstrained"], 3),
+    }
     out = Path("bench/results")
     out.mkdir(parents=True, exist_ok=True)
-    (out / "llm_local.json").write_text(json.dumps({"naive": naive, "stage": ours, "ratio": ratio}, indent=2))
+    (out / "llm_local.json").write_text(
+        json.dumps({"naive": naive, "stage": ours, "structured": constrained, **summary}, indent=2)
+    )
+    print(json.dumps(summary))
 
 
 if __name__ == "__main__":

@@ -62,7 +62,8 @@ class LLMStage:
     prompt's own ``options``). ``samples`` > 1 duplicates each row with distinct seeds.
     ``structured`` overrides the prompt's declared ``output`` (``{"json": schema}``,
     ``{"choice": [...]}`` or ``{"regex": ...}``), which every backend enforces as structured
-    output and the runner checks before the parser runs.
+    output and the runner checks before the parser runs; ``{}`` turns it off (unconstrained
+    decoding, for benchmarks).
     ``structured_column`` names a column of per-row declarations (a dict or a JSON string; null:
     the stage's) for answers whose form depends on the row, e.g. its own option labels.
     ``sampling_column`` names a column of per-row sampling overrides (a dict or a JSON string)
@@ -359,8 +360,9 @@ class StageRunner:
 
 
 def output_of(stage: LLMStage, prompt: Prompt) -> dict[str, Any] | None:
-    """The answer form a stage's requests must take: the stage's override or the prompt's own."""
-    return stage.structured or prompt.output
+    """The answer form a stage's requests must take: the stage's override (``{}``: none) or the
+    prompt's own."""
+    return prompt.output if stage.structured is None else (stage.structured or None)
 
 
 def _row_mapping(record: dict[str, Any], column: str | None) -> dict[str, Any]:
