@@ -181,7 +181,7 @@ def test_scripted_backend_replays_answers_per_prompt(ray_local, tmp_path):
     runner = StageRunner(str(tmp_path), "t", llm)
     caps = runner.run(CAPITAL, pa.table({"country": ["France", "Japan", "Atlantis"]}))
     assert caps.column("answer").to_pylist() == ["Paris", "Tokyo", None]
-    assert caps.column("parse_error").to_pylist()[2] == "parse: empty answer"
+    assert caps.column("parse_error").to_pylist()[2] == "parse: output does not match the declared pattern"
     labels = runner.run(LLMStage("is_country", "smoke.is_country"), pa.table({"name": ["Japan", "Lima"]}))
     probs = labels.column("option_probs").to_pylist()
     assert probs[0] == pytest.approx([0.9, 0.1]) and probs[1] == pytest.approx([0.2, 0.8])
