@@ -2,37 +2,40 @@
 
 Every article importer (``jobs.ingest_news`` for WARC files, ``jobs.ingest_articles_jsonl`` for
 JSON Lines) turns its input into ``STAGED`` rows, one per input record: an article candidate
-(``reason`` null) or a rejected record. ``stage_files`` is the shared scan → spread → parse plan,
+(``reason`` null) or a rejected record. ``stage_files`` is the shared scan → parse plan,
 ``ingest_staged`` runs it once and merges, and ``merge_and_write`` is the one place where those
-rows are deduplicated and written, so that news arriving day after day can be ingested batch by
-batch:
+rows are deduplicated (``jobs.articles_dedup``) and written, so that news arriving day after day
+can be ingested batch by batch:
 
 * **A run is authoritative for its own input files.** Rows that earlier runs took from the same
   files (same ``udfs.storage.normalize_uri``) are replaced: a rerun of the same inputs is
   idempotent and picks up extractor fixes. Rows from other files are kept.
 * **Deduplication spans runs.** A candidate whose canonical URL, then text hash, matches an
   article already in the table from another file is rejected (``duplicate_url`` /
-  ``duplicate_text``, ``duplicate_of`` = that article): the first ingested copy wins. The
-  remaining candidates are deduplicated among themselves, earliest crawl first (ties: file,
-  offset).
-* **Exactly the affected date partitions are rewritten**: the dates the run produces plus the
-  dates that held rows of its files before. Each is rewritten with the new rows and the rows of
-  other files it already held; a date left with no row is deleted.
+  ``duplicate_text``, ``duplicate_of`` = that article): the first ingested copy wins.
+* **A run rewrites only the rows it must.** It adds its articles as new Parquet files inside the
+  date partitions (Spark's append, one write job, file names unique to it), then deletes the
+  files that held the earlier rows of its input files. Rows of other files are rewritten only
+  when they share such a file (a file written by an earlier run over a different set of inputs);
+  a date partition left without files is removed. Within a date, the rows are spread over
+  ``ceil(rows / ROWS_PER_FILE)`` writer tasks (a salt on the article id), so a big date, and the
+  undated partition, are not written by one task.
 * ``articles_rejected`` is partitioned by ``shard``, a stable hash of the input file's URI, so a
   run replaces exactly the rejects of its own files.
 
 What exists is read with Spark (local roots, and S3 through s3a on a cluster) or, on a laptop
-without s3a, through pyarrow into the session: the dedup columns of the whole table, and full rows
-only for the partitions being rewritten. Everything read from the table is materialised (local
-checkpoint) before the first write, so no write overwrites files a lazy plan still reads from.
-One run at a time per root: concurrent runs are not coordinated.
+without s3a, through pyarrow into the session: the dedup columns of the whole table with the file
+each row is in, and full rows only of the files being rewritten. Both are materialised (local
+checkpoint) before the first write. One run at a time per root: concurrent runs are not
+coordinated. If the job dies between its write and its deletes, the table holds both copies of
+the run's rows until the same inputs are run again.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict
 from typing import Any
@@ -41,15 +44,25 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from jobs.articles_dedup import (
+    KEY_COLUMNS,
+    REJECT_COLUMNS,
+    ROW_KEY,
+    against_table,
+    deduplicate,
+    near_duplicates,
+)
+from jobs.articles_summary import count_run, report_orphans
 from jobs.spark import has_s3a, spark_schema, write_partitioned
-from udfs import near_dup, storage
+from udfs import storage
+from udfs.cli import InputError
 from udfs.ids import stable_id
 from udfs.report import RunSummary
-from udfs.schemas import ARTICLE_REJECT_REASONS, ARTICLES, ARTICLES_REJECTED, TableSpec
+from udfs.schemas import ARTICLES, ARTICLES_REJECTED, TableSpec
 
 log = logging.getLogger("augury.articles")
 
@@ -64,11 +77,8 @@ STAGED = pa.schema(
 )
 # What is read of the whole table to deduplicate against it and to find this run's old rows.
 INDEX_COLUMNS = ("article_id", "canonical_url", "text_hash", "warc_file", "published_date")
-DEDUP_KEYS = (("canonical_url", "duplicate_url"), ("text_hash", "duplicate_text"))
-# The rejected columns a STAGED row carries (the rest are set by the dedup or the write).
-_REJECT_COLUMNS = [
-    c for c in ARTICLES_REJECTED.schema.names if c not in ("detail", "duplicate_of", "reason", "shard")
-]
+FILE = "_file"  # the index column naming the Parquet file a row is in
+ROWS_PER_FILE = 100_000  # articles per written file and writer task within one date (~300 MB of text)
 
 
 def rejected_shard(file_uri: str) -> str:
@@ -80,45 +90,73 @@ def rejected_shard(file_uri: str) -> str:
 # ---------------------------------------------------------------- reading what exists
 
 
-def _partition_filter(column: str, values: Iterable) -> tuple[Column, ds.Expression]:
-    """The same partition predicate for Spark and for pyarrow (null = the default partition)."""
-    values = list(values)
-    present = [v for v in values if v is not None]
-    spark_pred = sf.col(column).isin(present) if present else sf.lit(False)
-    arrow_pred = ds.field(column).isin(present) if present else ds.scalar(False)
-    if None in values:
-        spark_pred = spark_pred | sf.col(column).isNull()
-        arrow_pred = arrow_pred | ds.field(column).is_null()
-    return spark_pred, arrow_pred
+def _table_path(spec: TableSpec, root: str) -> str:
+    uri = spec.uri(root)
+    return storage.local_path(uri) if not storage.is_s3(uri) else "s3a://" + uri[len("s3://") :]
 
 
-def read_existing(
-    spark: SparkSession,
-    spec: TableSpec,
-    root: str,
-    columns: Iterable[str],
-    partitions: Iterable | None = None,
-) -> DataFrame:
-    """``columns`` of the rows ``spec`` holds under ``root`` (an absent table reads as empty),
-    restricted to the given values of its partition column when ``partitions`` is given."""
+def read_index(spark: SparkSession, root: str) -> DataFrame:
+    """``INDEX_COLUMNS`` of every article in the table, with the URI of its Parquet file."""
+    uri = ARTICLES.uri(root)
+    columns = [*INDEX_COLUMNS, FILE]
+    if storage.is_s3(uri) and not has_s3a(spark):
+        dataset = _arrow_dataset(uri)
+        if dataset is None:
+            table = pa.schema([*[ARTICLES.schema.field(c) for c in INDEX_COLUMNS], (FILE, pa.string())])
+            table = table.empty_table()
+        else:
+            table = dataset.to_table(columns=[*INDEX_COLUMNS, "__filename"]).rename_columns(columns)
+            files = pa.array(["s3://" + f for f in table.column(FILE).to_pylist()], pa.string())
+            table = table.set_column(len(INDEX_COLUMNS), FILE, files)
+        return spark.createDataFrame(table, from_arrow_schema(table.schema))
+    if not storage.exists(uri):
+        return spark.createDataFrame([], spark_schema(ARTICLES)).select(
+            *INDEX_COLUMNS, sf.lit("").alias(FILE)
+        )
+    df = spark.read.schema(spark_schema(ARTICLES)).parquet(_table_path(ARTICLES, root))
+    # Spark names files by URI (percent-encoded); the deletes want plain paths.
+    return df.select(*INDEX_COLUMNS, sf.url_decode(sf.input_file_name()).alias(FILE))
+
+
+def read_columns(spark: SparkSession, spec: TableSpec, root: str, columns: Iterable[str]) -> DataFrame:
+    """``columns`` of every row of a table under ``root`` (an absent table reads as empty)."""
     columns = list(columns)
     uri = spec.uri(root)
-    predicate = _partition_filter(spec.partition_cols[0], partitions) if partitions is not None else None
     if storage.is_s3(uri) and not has_s3a(spark):
-        table = storage.read_table(
-            uri,
-            spec.schema,
-            spec.partition_cols,
-            columns=columns,
-            filter=predicate[1] if predicate else None,
-        )
+        table = spec.read(root, columns=columns)
         return spark.createDataFrame(table, from_arrow_schema(table.schema))
-    schema = spark_schema(spec)
     if not storage.exists(uri):
-        return spark.createDataFrame([], schema).select(*columns)
-    path = storage.local_path(uri) if not storage.is_s3(uri) else "s3a://" + uri[len("s3://") :]
-    df = spark.read.schema(schema).parquet(path)
-    return (df.where(predicate[0]) if predicate else df).select(*columns)
+        return spark.createDataFrame([], spark_schema(spec)).select(*columns)
+    return spark.read.schema(spark_schema(spec)).parquet(_table_path(spec, root)).select(*columns)
+
+
+def read_files(spark: SparkSession, root: str, files: list[str]) -> DataFrame:
+    """Full rows of some Parquet files of the table (their ``published_date`` from their path)."""
+    uri = ARTICLES.uri(root)
+    if storage.is_s3(uri) and not has_s3a(spark):
+        fs, base = storage.filesystem(uri)
+        dataset = ds.dataset(
+            [storage.normalize_uri(f)[len("s3://") :] for f in files],
+            filesystem=fs,
+            format="parquet",
+            schema=ARTICLES.schema,
+            partitioning=ds.partitioning(pa.schema([ARTICLES.schema.field("published_date")]), flavor="hive"),
+            partition_base_dir=base,
+        )
+        table = dataset.to_table()
+        return spark.createDataFrame(table, from_arrow_schema(table.schema))
+    base = _table_path(ARTICLES, root)
+    return spark.read.option("basePath", base).schema(spark_schema(ARTICLES)).parquet(*files)
+
+
+def _arrow_dataset(uri: str) -> ds.Dataset | None:
+    fs, path = storage.filesystem(uri)
+    if fs.get_file_info(path).type == pafs.FileType.NotFound:
+        return None
+    partitioning = ds.partitioning(pa.schema([ARTICLES.schema.field("published_date")]), flavor="hive")
+    return ds.dataset(
+        path, filesystem=fs, format="parquet", schema=ARTICLES.schema, partitioning=partitioning
+    )
 
 
 def _partition_dirs(spec: TableSpec, root: str) -> list[str]:
@@ -130,13 +168,15 @@ def _partition_dirs(spec: TableSpec, root: str) -> list[str]:
     return sorted(i.base_name for i in infos if i.type == pafs.FileType.Directory and "=" in i.base_name)
 
 
-def _partition_dir(column: str, value: object) -> str:
-    return f"{column}={'__HIVE_DEFAULT_PARTITION__' if value is None else value}"
-
-
-def _delete_partitions(spec: TableSpec, root: str, names: Iterable[str]) -> None:
-    for name in names:
-        storage.delete(storage.join(spec.uri(root), name))
+def _remove_empty_partitions(spec: TableSpec, root: str) -> int:
+    """Delete the partition directories that hold no Parquet file any more; returns how many."""
+    removed = 0
+    for name in _partition_dirs(spec, root):
+        folder = storage.join(spec.uri(root), name)
+        if not storage.list_files(folder, ".parquet"):
+            storage.delete(folder)
+            removed += 1
+    return removed
 
 
 def check_layout(root: str) -> None:
@@ -144,142 +184,37 @@ def check_layout(root: str) -> None:
     run would mix layouts (delete that directory and rerun the inputs to rebuild it)."""
     old = [d for d in _partition_dirs(ARTICLES_REJECTED, root) if not d.startswith("shard=")]
     if old:
-        raise ValueError(
+        raise InputError(
             f"{ARTICLES_REJECTED.uri(root)} holds partitions of an older layout ({', '.join(old[:3])}, …); "
             "delete it, then rerun the ingest over all inputs to rebuild it"
         )
-
-
-# ---------------------------------------------------------------- deduplication
-
-
-def _order() -> list[Column]:
-    """Earliest crawl first; file and offset break ties, so the choice is the same on every run."""
-    return [
-        sf.col("crawled_at").asc_nulls_last(),
-        sf.col("warc_file").asc(),
-        sf.col("record_offset").asc(),
-    ]
-
-
-def _duplicates(df: DataFrame, kept_id: Column, detail: Column, reason: str) -> DataFrame:
-    """Rejected rows (without shard) for the duplicate candidates in ``df``."""
-    return df.select(
-        *_REJECT_COLUMNS,
-        kept_id.alias("duplicate_of"),
-        detail.alias("detail"),
-        sf.lit(reason).alias("reason"),
-    )
-
-
-def against_table(candidates: DataFrame, others: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """``(fresh, duplicates)``: candidates whose canonical URL, then text hash, is already in the
-    table (``others``: the index rows of other files) are duplicates of that article."""
-    dups = []
-    for key, reason in DEDUP_KEYS:
-        first = (
-            others.where(sf.col(key).isNotNull())
-            .groupBy(key)
-            .agg(sf.min(sf.struct("article_id", "warc_file")).alias("_kept"))
-        )
-        joined = candidates.join(first, key, "left")
-        dups.append(
-            _duplicates(
-                joined.where(sf.col("_kept").isNotNull()),
-                sf.col("_kept.article_id"),
-                sf.concat(
-                    sf.lit(f"{key} already in the table from "), sf.coalesce("_kept.warc_file", sf.lit("?"))
-                ),
-                reason,
-            )
-        )
-        candidates = joined.where(sf.col("_kept").isNull()).drop("_kept")
-    return candidates, dups[0].unionByName(dups[1])
-
-
-def deduplicate(articles: DataFrame, n_parts: int) -> tuple[DataFrame, DataFrame]:
-    """``(kept, duplicates)`` within one run: exact duplicates by canonical URL, then by text
-    hash; the earliest crawl of each is kept."""
-    dups = []
-    kept = articles
-    for key, reason in DEDUP_KEYS:
-        window = Window.partitionBy(key).orderBy(*_order())
-        first_at = sf.concat_ws(
-            "@", sf.first("warc_file").over(window), sf.first("record_offset").over(window)
-        )
-        ranked = (
-            kept.repartition(n_parts, key)
-            .withColumn("_rank", sf.row_number().over(window))
-            .withColumn("_keep_id", sf.first("article_id").over(window))
-            .withColumn("_keep_at", first_at)
-        )
-        dups.append(
-            _duplicates(
-                ranked.filter(sf.col("_rank") > 1),
-                sf.col("_keep_id"),
-                sf.concat(sf.lit(f"{key} also at "), sf.col("_keep_at")),
-                reason,
-            )
-        )
-        kept = ranked.filter(sf.col("_rank") == 1).drop("_rank", "_keep_id", "_keep_at")
-    return kept, dups[0].unionByName(dups[1])
-
-
-SKETCHED = pa.schema(
-    [
-        pa.field("article_id", pa.string()),
-        pa.field("shingles", pa.list_(pa.int64())),
-        pa.field("bands", pa.list_(pa.int64())),
-    ]
-)
-
-
-def _sketcher(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow function: (article_id, text) → (article_id, shingles, band keys)."""
-    for batch in batches:
-        rows = []
-        for article_id, text in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True):
-            shingles, bands = near_dup.sketch(text)
-            rows.append({"article_id": article_id, "shingles": shingles, "bands": bands})
-        yield pa.RecordBatch.from_pylist(rows, schema=SKETCHED)
-
-
-def near_duplicates(kept: DataFrame, similarity: float) -> DataFrame:
-    """``(article_id, near_duplicate_of)`` for articles whose word 3-gram sets have Jaccard
-    similarity ≥ ``similarity`` with an earlier-crawled article of the same run.
-
-    MinHash LSH (``udfs.near_dup``): articles sharing a band key form a bucket; each member is
-    compared with the bucket's earliest-crawled member only (linear in the bucket size, where all
-    pairs would be quadratic), and points at the earliest such leader it really resembles.
-    """
-    order = sf.struct(sf.col("crawled_at").isNull(), "crawled_at", "warc_file", "record_offset")
-    sketches = (
-        kept.select("article_id", "text")
-        .mapInArrow(_sketcher, from_arrow_schema(SKETCHED))
-        .join(kept.select("article_id", order.alias("_order")), "article_id")
-    )
-    bucket = Window.partitionBy("_band", "_key").orderBy("_order")
-    members = sketches.select("article_id", "_order", sf.posexplode("bands").alias("_band", "_key"))
-    candidates = (
-        members.withColumn("_leader", sf.first("article_id").over(bucket))
-        .withColumn("_leader_order", sf.first("_order").over(bucket))
-        .filter(sf.col("_leader") != sf.col("article_id"))
-        .select("article_id", "_leader", "_leader_order")
-        .distinct()
-    )
-    mine = sketches.select("article_id", sf.col("shingles").alias("_mine"))
-    theirs = sketches.select(sf.col("article_id").alias("_leader"), sf.col("shingles").alias("_theirs"))
-    jaccard = sf.size(sf.array_intersect("_mine", "_theirs")) / sf.size(sf.array_union("_mine", "_theirs"))
-    similar = candidates.join(mine, "article_id").join(theirs, "_leader").filter(jaccard >= similarity)
-    return similar.groupBy("article_id").agg(
-        sf.min(sf.struct("_leader_order", "_leader"))["_leader"].alias("near_duplicate_of")
-    )
 
 
 def conform(df: DataFrame, spec: TableSpec) -> DataFrame:
     """``df`` with exactly the table's Spark schema, non-null columns included (Spark cannot
     narrow nullability itself; an Arrow pass-through with the declared schema does)."""
     return df.select(*spec.schema.names).mapInArrow(lambda batches: batches, spark_schema(spec))
+
+
+def salted(articles: DataFrame, rows_by_date: dict) -> DataFrame:
+    """``articles`` partitioned for the write: a date's rows go to ``ceil(rows / ROWS_PER_FILE)``
+    writer tasks of their own (a salt from the article id picks one), each writing one file of
+    that date; so neither a big date nor the undated partition is written by a single task."""
+    spark = articles.sparkSession
+    plan, first = [], 0
+    for date in sorted(rows_by_date, key=lambda d: (d is not None, d)):
+        buckets = max(1, math.ceil(rows_by_date[date] / ROWS_PER_FILE))
+        plan.append((date, buckets, first))
+        first += buckets
+    table = spark.createDataFrame(plan, "_date date, _buckets long, _first long")
+    joined = articles.join(sf.broadcast(table), articles["published_date"].eqNullSafe(table["_date"]), "left")
+    task = sf.col("_first") + sf.pmod(sf.xxhash64("article_id"), sf.col("_buckets"))
+    # Range partitioning on the task number gives each task number a partition of its own.
+    return (
+        joined.withColumn("_task", task)
+        .repartitionByRange(max(1, first), "_task")
+        .drop("_date", "_buckets", "_first", "_task")
+    )
 
 
 # ---------------------------------------------------------------- the merge
@@ -299,21 +234,25 @@ def merge_and_write(
     ``summary`` (rows written and rejected are this run's; ``rows_read`` is the caller's)."""
     check_layout(root)
     own = {storage.normalize_uri(f) for f in files}
-    # Checkpointed (as is ``carried`` below): the writes replace partitions these rows come from,
-    # so nothing downstream may re-read the table lazily.
-    index = read_existing(spark, ARTICLES, root, INDEX_COLUMNS).localCheckpoint(eager=True)
-    stored_files = [r["warc_file"] for r in index.select("warc_file").distinct().collect() if r["warc_file"]]
-    own_stored = [f for f in stored_files if storage.normalize_uri(f) in own]
+    # Checkpointed (as is ``carried`` below): the deletes remove files these rows come from, so
+    # nothing downstream may re-read the table lazily.
+    index = read_index(spark, root).localCheckpoint(eager=True)
+    stored = index.groupBy("warc_file", FILE).count().collect()  # one small job: rows per (input, file)
+    mine = {r["warc_file"] for r in stored if r["warc_file"] and storage.normalize_uri(r["warc_file"]) in own}
+    own_stored = sorted(mine)
     is_own = sf.coalesce(sf.col("warc_file").isin(own_stored), sf.lit(False))
-    before = index.where(is_own)
-    old_dates = _count_by_date(before) if own_stored else {}
+    stale = sorted({r[FILE] for r in stored if r["warc_file"] in mine})
+    shared = sorted({r[FILE] for r in stored if r["warc_file"] not in mine and r[FILE] in set(stale)})
+    replaced = sum(r["count"] for r in stored if r["warc_file"] in mine)
 
     persisted: list[DataFrame] = []
     try:
-        fresh, table_dups = against_table(staged.where(sf.col("reason").isNull()), index.where(~is_own))
-        kept, run_dups = deduplicate(fresh, n_parts)
+        candidates = staged.where(sf.col("reason").isNull())
+        fresh, table_dups = against_table(candidates.select(*KEY_COLUMNS), index.where(~is_own))
+        kept_keys, run_dups = deduplicate(fresh, n_parts)
+        kept = candidates.join(kept_keys.select(*ROW_KEY), list(ROW_KEY), "left_semi")
         if near_duplicate_similarity is not None:
-            persisted.append(kept.persist(StorageLevel.MEMORY_AND_DISK))  # read three times below
+            persisted.append(kept.persist(StorageLevel.MEMORY_AND_DISK))  # sketched, then joined
             marks = near_duplicates(kept, near_duplicate_similarity)
             kept = kept.drop("near_duplicate_of").join(marks, "article_id", "left")
         kept = kept.select(*ARTICLES.schema.names).persist(StorageLevel.MEMORY_AND_DISK)
@@ -322,106 +261,50 @@ def merge_and_write(
         )
         rejected = (
             staged.where(sf.col("reason").isNotNull())
-            .select(*_REJECT_COLUMNS, sf.lit(None).cast("string").alias("duplicate_of"), "detail", "reason")
+            .select(*REJECT_COLUMNS, sf.lit(None).cast("string").alias("duplicate_of"), "detail", "reason")
             .unionByName(table_dups)
             .unionByName(run_dups)
             .join(sf.broadcast(shards), "warc_file", "left")
         )
         rejected = conform(rejected.repartition(n_parts, "shard"), ARTICLES_REJECTED)
         persisted += [kept, rejected.persist(StorageLevel.MEMORY_AND_DISK)]
-        new_dates, new_shards = _count(summary, kept, rejected, near_duplicate_similarity is not None)
-        rewrite = new_dates | set(old_dates)
-        others = index.where(~is_own & _partition_filter("published_date", rewrite)[0])
-        carried_dates = _count_by_date(others)
+        new_dates, new_shards = count_run(summary, kept, rejected, near_duplicate_similarity is not None)
         carried = kept.limit(0)
-        if carried_dates:
-            carried = read_existing(spark, ARTICLES, root, ARTICLES.schema.names, rewrite).where(~is_own)
-            carried = carried.localCheckpoint(eager=True)
-        if old_dates:
-            _report_orphans(spark, root, before, kept, own, summary)
+        if shared:
+            carried = read_files(spark, root, shared).where(~is_own)
+            carried = carried.select(*ARTICLES.schema.names).localCheckpoint(eager=True)
+        carried_dates = _count_by_date(carried) if shared else {}
+        if own_stored:
+            dups = read_columns(spark, ARTICLES_REJECTED, root, ("warc_file", "duplicate_of", "reason"))
+            report_orphans(dups, index.where(is_own), kept, own, summary)
 
-        # One writer task per date: one file per partition.
-        articles = conform(kept.unionByName(carried).repartition(n_parts, "published_date"), ARTICLES)
-        write_partitioned(articles, ARTICLES, root)
-        emptied = rewrite - new_dates - set(carried_dates)
-        _delete_partitions(ARTICLES, root, [_partition_dir("published_date", d) for d in emptied])
+        rows_by_date = {
+            d: new_dates.get(d, 0) + carried_dates.get(d, 0) for d in {*new_dates, *carried_dates}
+        }
+        articles = conform(salted(kept.unionByName(carried), rows_by_date), ARTICLES)
+        write_partitioned(articles, ARTICLES, root, append=True)
+        for file in stale:
+            storage.delete(file)
+        emptied = _remove_empty_partitions(ARTICLES, root)
         write_partitioned(rejected, ARTICLES_REJECTED, root)
-        stale = {f"shard={rejected_shard(f)}" for f in files} - {f"shard={s}" for s in new_shards}
-        _delete_partitions(ARTICLES_REJECTED, root, stale & set(_partition_dirs(ARTICLES_REJECTED, root)))
+        stale_shards = {f"shard={rejected_shard(f)}" for f in files} - {f"shard={s}" for s in new_shards}
+        for name in stale_shards & set(_partition_dirs(ARTICLES_REJECTED, root)):
+            storage.delete(storage.join(ARTICLES_REJECTED.uri(root), name))
     finally:
         for df in persisted:
             df.unpersist()
-    summary.metrics["articles replaced (earlier runs of these files)"] = sum(old_dates.values())
-    summary.metrics["articles of other files in rewritten dates"] = sum(carried_dates.values())
-    summary.metrics["date partitions rewritten"] = len(rewrite)
-    summary.metrics["date partitions emptied and removed"] = len(emptied)
+    summary.metrics["articles replaced (earlier runs of these files)"] = replaced
+    summary.metrics["articles of other files rewritten (they shared a file with replaced rows)"] = sum(
+        carried_dates.values()
+    )
+    summary.metrics["Parquet files replaced"] = len(stale)
+    summary.metrics["date partitions written"] = len(rows_by_date)
+    summary.metrics["date partitions emptied and removed"] = emptied
 
 
 def _count_by_date(df: DataFrame) -> dict:
     """``published_date → rows`` of ``df``."""
     return {r["published_date"]: r["count"] for r in df.groupBy("published_date").count().collect()}
-
-
-def _report_orphans(
-    spark: SparkSession, root: str, before: DataFrame, kept: DataFrame, own: set[str], summary: RunSummary
-) -> None:
-    """Count rejects of other files whose ``duplicate_of`` names an article this run removes.
-
-    First ingested wins, so when a rerun drops an article (a narrower filter, an extractor
-    change), its copies in other files stay rejected; the summary names those files, whose rerun
-    brings the article back.
-    """
-    gone = before.select("article_id").subtract(kept.select("article_id"))
-    if gone.isEmpty():
-        return
-    dups = read_existing(spark, ARTICLES_REJECTED, root, ("warc_file", "duplicate_of", "reason")).where(
-        sf.col("reason").isin([reason for _, reason in DEDUP_KEYS])
-    )
-    orphans = dups.join(gone, dups["duplicate_of"] == gone["article_id"], "left_semi")
-    counts = {r["warc_file"]: r["count"] for r in orphans.groupBy("warc_file").count().collect()}
-    counts = {f: n for f, n in counts.items() if storage.normalize_uri(f) not in own}
-    if counts:
-        summary.metrics["duplicates elsewhere of articles removed by this run"] = sum(counts.values())
-        summary.notes.append(
-            "rerun these files to take their copies of removed articles: " + ", ".join(sorted(counts))
-        )
-        log.warning(
-            "stage=dedup %d rejected copies in other files point at removed articles: %s",
-            sum(counts.values()),
-            sorted(counts),
-        )
-
-
-def _count(summary: RunSummary, kept: DataFrame, rejected: DataFrame, near: bool) -> tuple[set, set]:
-    """Fill the summary from this run's rows (one aggregation per table), log rejections per
-    shard (input file) and reason; return the dates and the shards the run produces."""
-    per_shard = rejected.groupBy("warc_file", "shard", "reason").count().collect()
-    for row in sorted(per_shard, key=lambda r: (r["warc_file"], r["reason"])):
-        summary.reject(row["reason"], row["count"])
-        stage = ARTICLE_REJECT_REASONS.get(row["reason"], ("?",))[0]
-        log.info(
-            "stage=%s shard=%s reason=%s rejected=%d", stage, row["warc_file"], row["reason"], row["count"]
-        )
-    unknown = set(summary.rejected) - set(ARTICLE_REJECT_REASONS)
-    if unknown:
-        raise RuntimeError(f"reasons outside ARTICLE_REJECT_REASONS: {sorted(unknown)}")
-    groups = (
-        kept.groupBy("published_date", "date_source")
-        .agg(sf.count("*").alias("n"), sf.count("near_duplicate_of").alias("near"))
-        .collect()
-    )
-    summary.rows_written = sum(g["n"] for g in groups)
-    dated = sum(g["n"] for g in groups if g["published_date"] is not None)
-    summary.metrics["articles dated"] = dated
-    summary.metrics["articles undated"] = summary.rows_written - dated
-    if near:
-        summary.metrics["articles marked near-duplicate"] = sum(g["near"] for g in groups)
-    by_source: Counter = Counter()
-    for g in groups:
-        by_source[g["date_source"] or "none"] += g["n"]
-    for source, n in sorted(by_source.items()):
-        summary.metrics[f"date source {source}"] = n
-    return {g["published_date"] for g in groups}, {r["shard"] for r in per_shard}
 
 
 # ---------------------------------------------------------------- one importer run
@@ -438,14 +321,26 @@ def stage_files(
     scan_batch_rows: int,
     to_staged: Callable[[dict[str, Any]], dict[str, Any]],
     n_parts: int,
+    spread: bool,
 ) -> DataFrame:
-    """scan → spread → parse, as one lazy DataFrame of ``STAGED`` rows. One task per file streams
-    ``scan(path)`` rows (flushed at ``SCAN_BATCH_BYTES`` of ``size_column`` or ``scan_batch_rows``
-    rows), a hash repartition on (file, offset) spreads them over all cores, and ``to_staged``
-    maps every row the scan did not already reject."""
+    """scan → parse, as one lazy DataFrame of ``STAGED`` rows: one task per file streams
+    ``scan(path)`` rows and ``to_staged`` maps every row the scan did not already reject.
+
+    With ``spread`` (fewer files than cores), the scanned rows, raw payloads included, are first
+    hash-repartitioned on (file, offset) over ``n_parts`` tasks, so one large file is parsed on
+    every core; otherwise each file is parsed inside the task that reads it, and no raw payload is
+    ever shuffled. Scan batches flush at ``SCAN_BATCH_BYTES`` of ``size_column`` or
+    ``scan_batch_rows`` rows."""
     names = STAGED.names
 
-    def scan_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def staged_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        out = []
+        for row in rows:
+            staged = row if row["reason"] else to_staged(row)
+            out.append({k: staged.get(k) for k in names})
+        return out
+
+    def scanned(batches: Iterator[pa.RecordBatch]) -> Iterator[list[dict[str, Any]]]:
         for batch in batches:
             for index in batch.column(0).to_pylist():
                 rows, size = [], 0
@@ -453,24 +348,30 @@ def stage_files(
                     rows.append(row)
                     size += len(row[size_column] or b"")
                     if size >= SCAN_BATCH_BYTES or len(rows) >= scan_batch_rows:
-                        yield pa.RecordBatch.from_pylist(rows, schema=scan_schema)
+                        yield rows
                         rows, size = [], 0
                 if rows:
-                    yield pa.RecordBatch.from_pylist(rows, schema=scan_schema)
+                    yield rows
+
+    def scan_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for rows in scanned(batches):
+            yield pa.RecordBatch.from_pylist(rows, schema=scan_schema)
+
+    def scan_and_parse_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for rows in scanned(batches):
+            yield pa.RecordBatch.from_pylist(staged_rows(rows), schema=STAGED)
 
     def parse_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            out = []
-            for row in batch.to_pylist():
-                staged = row if row["reason"] else to_staged(row)
-                out.append({k: staged.get(k) for k in names})
-            yield pa.RecordBatch.from_pylist(out, schema=STAGED)
+            yield pa.RecordBatch.from_pylist(staged_rows(batch.to_pylist()), schema=STAGED)
 
-    scanned = spark.range(len(files), numPartitions=len(files)).mapInArrow(
-        scan_task, from_arrow_schema(scan_schema)
+    tasks = spark.range(len(files), numPartitions=max(1, len(files)))
+    if not spread:
+        return tasks.mapInArrow(scan_and_parse_task, from_arrow_schema(STAGED))
+    scanned_rows = tasks.mapInArrow(scan_task, from_arrow_schema(scan_schema))
+    return scanned_rows.repartition(n_parts, "warc_file", "record_offset").mapInArrow(
+        parse_task, from_arrow_schema(STAGED)
     )
-    spread = scanned.repartition(n_parts, "warc_file", "record_offset")
-    return spread.mapInArrow(parse_task, from_arrow_schema(STAGED))
 
 
 def ingest_staged(
@@ -481,14 +382,18 @@ def ingest_staged(
     n_parts: int,
     summary: RunSummary,
     near_duplicate_similarity: float | None = None,
+    check: Callable[[DataFrame], None] | None = None,
 ) -> None:
     """Run the staged plan once (persisted: counting it and merging it must not scan and parse
-    twice), then merge it into the tables; times both halves in ``summary``."""
+    twice), let ``check`` refuse it before anything is written, then merge it into the tables;
+    times both halves in ``summary``."""
     staged.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         started = time.time()
         summary.rows_read = staged.count()
         summary.metrics["seconds scan + parse"] = round(time.time() - started, 1)
+        if check is not None:
+            check(staged)
         started = time.time()
         merge_and_write(spark, staged, files, root, n_parts, summary, near_duplicate_similarity)
         summary.metrics["seconds dedup + write"] = round(time.time() - started, 1)

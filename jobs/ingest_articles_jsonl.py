@@ -8,7 +8,8 @@ Stages (``stage=…`` in the logs):
 1. **scan**: one task per file streams its lines (local or S3, plain or gzip; ``udfs.jsonl_articles``).
    Reading in Python rather than with Spark's JSON source gives every record its line number and
    byte offset (record ids, stable tie-breaks) and keeps one damaged file from failing the job.
-2. **spread**: the lines are hash-repartitioned on (file, offset) over all cores.
+2. **spread**: with fewer files than cores, the lines are hash-repartitioned on (file, offset)
+   over all cores; otherwise each file's lines are mapped inside the task that reads it.
 3. **map**: JSON → article row with the field mapping of ``Config``: ids, canonical URL, text hash
    and language exactly as the WARC path computes them, the publish date from the record's own
    field only (``date_source = "jsonl:<field>"``; missing or unparseable → undated).
@@ -21,7 +22,6 @@ Stages (``stage=…`` in the logs):
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import logging
 from dataclasses import dataclass
@@ -32,7 +32,9 @@ from pyspark.sql import DataFrame, SparkSession
 from jobs.articles_table import ingest_staged, record_run, stage_files
 from jobs.spark import corpus_session, spark_session
 from udfs import storage
+from udfs.cli import InputError, option, parse, run_cli
 from udfs.jsonl_articles import FieldMap, article_row, scan_lines
+from udfs.layout import Layout
 from udfs.report import RunSummary
 
 log = logging.getLogger("augury.ingest_articles_jsonl")
@@ -52,20 +54,33 @@ LINES = pa.schema(
 SCAN_BATCH_ROWS = 1000  # a scan batch flushes at this many lines (or SCAN_BATCH_BYTES of lines)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Config:
-    """Everything one run needs; the command-line options map one to one."""
+    """Everything one run needs; every field is also a command-line option."""
 
-    inputs: list[str]
-    root: str
-    id_field: str = "id"
-    url_field: str = "url"
-    title_field: str = "title"
-    text_field: str = "text"
-    published_field: str = "published"
-    language_field: str = "language"
-    host: str | None = None  # host of records without a URL of their own
-    min_chars: int = 200
+    root: str = option(help="output root URI (a path, file:// or s3://); must not be a file")
+    inputs: list[str] = option(
+        default_factory=list,
+        positional=True,
+        help="JSON Lines files or globs (local, s3://, s3a://; .gz too)",
+    )
+    id_field: str = option("id", help="record id; else the line number")
+    url_field: str = option("url", help="article URL; else jsonl://<file>/<id>")
+    title_field: str = option("title", help="title")
+    text_field: str = option("text", help="text: a string or a list of paragraphs")
+    published_field: str = option("published", help="publish date/time")
+    language_field: str = option("language", help="declared language, used when detection fails")
+    host: str | None = option(None, help="host of records whose URL names none (e.g. the publisher's domain)")
+    min_chars: int = option(200, min=0, help="minimum text length")
+
+    def __post_init__(self) -> None:
+        if not self.inputs:
+            raise ValueError("give JSON Lines paths or globs")
+        names = (self.id_field, self.url_field, self.title_field, self.text_field)
+        if not all(names) or not self.published_field or not self.language_field:
+            raise ValueError("field names must not be empty")
+        if self.min_chars < 0:
+            raise ValueError("argument --min-chars: must not be negative")
 
     def fields(self) -> FieldMap:
         return FieldMap(
@@ -79,18 +94,11 @@ class Config:
             min_chars=self.min_chars,
         )
 
-    def validate(self) -> None:
-        names = (self.id_field, self.url_field, self.title_field, self.text_field)
-        if not all(names) or not self.published_field or not self.language_field:
-            raise ValueError("field names must not be empty")
-        if self.min_chars < 0:
-            raise ValueError("min_chars must not be negative")
-
 
 def staged_records(
-    spark: SparkSession, files: list[str], config: Config, now: dt.datetime, n_parts: int
+    spark: SparkSession, files: list[str], config: Config, now: dt.datetime, n_parts: int, spread: bool
 ) -> DataFrame:
-    """scan → spread → map, as one lazy DataFrame of STAGED rows (one per line or bad file)."""
+    """scan → map, as one lazy DataFrame of STAGED rows (one per line or bad file)."""
     fields = config.fields()
     return stage_files(
         spark,
@@ -101,19 +109,30 @@ def staged_records(
         scan_batch_rows=SCAN_BATCH_ROWS,
         to_staged=lambda row: article_row(row, fields, now),
         n_parts=n_parts,
+        spread=spread,
     )
+
+
+def input_files(config: Config) -> list[str]:
+    """The input files, checked before any work (a root that is a file, a pattern that matches
+    nothing: ``InputError``)."""
+    Layout(config.root).check_root(must_exist=False)
+    try:
+        return storage.expand_inputs(config.inputs)
+    except (FileNotFoundError, ValueError) as exc:
+        raise InputError(str(exc)) from None
 
 
 def run(config: Config, spark: SparkSession | None = None) -> RunSummary:
     """Import the JSON Lines files of ``config`` into ``articles`` / ``articles_rejected``."""
-    config.validate()
+    files = input_files(config)
     summary = RunSummary(name="ingest_articles_jsonl")
-    files = storage.expand_inputs(config.inputs)
     log.info("stage=plan %d JSON Lines files, root=%s", len(files), config.root)
     spark = spark or spark_session("augury-ingest-articles-jsonl")
     with corpus_session(spark):
-        n_parts = max(4 * spark.sparkContext.defaultParallelism, len(files))
-        staged = staged_records(spark, files, config, dt.datetime.now(dt.UTC), n_parts)
+        cores = spark.sparkContext.defaultParallelism
+        n_parts = max(4 * cores, len(files))
+        staged = staged_records(spark, files, config, dt.datetime.now(dt.UTC), n_parts, len(files) < cores)
         ingest_staged(spark, staged, files, config.root, n_parts, summary)
     summary.metrics["JSON Lines files"] = len(files)
     summary.notes.append(
@@ -123,27 +142,11 @@ def run(config: Config, spark: SparkSession | None = None) -> RunSummary:
 
 
 def parse_args(argv: list[str] | None = None) -> Config:
-    p = argparse.ArgumentParser(prog="ingest_articles_jsonl", description=__doc__.split("\n\n")[0])
-    p.add_argument("inputs", nargs="+", help="JSON Lines files or globs (local, s3://, s3a://; .gz too)")
-    p.add_argument("--root", required=True, help="output root URI (path, file://, s3://)")
-    p.add_argument("--id-field", default="id", help="record id (default id); else the line number")
-    p.add_argument("--url-field", default="url", help="article URL (default url); else jsonl://<file>/<id>")
-    p.add_argument("--title-field", default="title", help="title (default title)")
-    p.add_argument(
-        "--text-field", default="text", help="text: a string or a list of paragraphs (default text)"
-    )
-    p.add_argument("--published-field", default="published", help="publish date/time (default published)")
-    p.add_argument(
-        "--language-field", default="language", help="declared language, used when detection fails"
-    )
-    p.add_argument("--host", help="host of records whose URL names none (e.g. the publisher's domain)")
-    p.add_argument("--min-chars", type=int, default=200, help="minimum text length (default 200)")
-    return Config(**vars(p.parse_args(argv)))
+    return parse(Config, argv, "ingest_articles_jsonl", __doc__.split("\n\n")[0])
 
 
 def main(argv: list[str] | None = None) -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    summary = run(parse_args(argv))
+    summary = run_cli(Config, run, "ingest_articles_jsonl", __doc__.split("\n\n")[0], argv)
     print(summary.table())
 
 

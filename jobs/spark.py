@@ -9,6 +9,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -30,10 +31,22 @@ ARROW_BATCH = "spark.sql.execution.arrow.maxRecordsPerBatch"
 INPUT_BATCH_ROWS = 1000  # rows per Arrow batch handed to a Python parser (corpus_session default)
 
 
+def console_progress(stream: TextIO) -> str:
+    """``spark.ui.showConsoleProgress`` for a driver whose console is ``stream``: the progress
+    bar redraws itself with carriage returns, which a terminal overwrites but a log file or a CI
+    log keeps, line after line; so it is shown on a terminal only."""
+    try:
+        return "true" if stream.isatty() else "false"
+    except (AttributeError, ValueError):  # a closed or unusual stream
+        return "false"
+
+
 def spark_session(app_name: str, conf: dict[str, str] | None = None) -> SparkSession:
     """The active session, or a new one. Under spark-submit the master comes from the command
-    line; run as ``python -m jobs.<job>`` it is ``local[*]`` (override with SPARK_MASTER)."""
+    line; run as ``python -m jobs.<job>`` it is ``local[*]`` (override with SPARK_MASTER). The
+    console progress bar is on only when stderr is a terminal (``console_progress``)."""
     builder = SparkSession.builder.appName(app_name)
+    builder = builder.config("spark.ui.showConsoleProgress", console_progress(sys.stderr))
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
         builder = builder.master(os.environ.get("SPARK_MASTER", "local[*]"))
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -79,20 +92,19 @@ def has_s3a(spark: SparkSession) -> bool:
     return True
 
 
-def write_partitioned(df: DataFrame, spec: TableSpec, root: str) -> None:
-    """Write ``df`` to ``spec``'s place under ``root``, replacing exactly the partitions it holds.
+def write_partitioned(df: DataFrame, spec: TableSpec, root: str, append: bool = False) -> None:
+    """Write ``df`` to ``spec``'s place under ``root``, replacing exactly the partitions it holds,
+    or (``append``) adding its files to them, whose names are unique to this write.
 
     Local roots are written directly. S3 roots are written through s3a when the cluster has it;
     otherwise (a laptop, the tests) Spark writes to a local staging directory and the produced
-    partitions are uploaded through s3fs, replacing the same partitions at the destination.
+    files are uploaded through s3fs, replacing the same partitions at the destination unless
+    appending.
     """
     df = df.select(*[f.name for f in spec.schema])
     # Per-write option: replace only the partitions present, whatever the session's setting.
-    writer = (
-        df.write.mode("overwrite")
-        .option("partitionOverwriteMode", "dynamic")
-        .partitionBy(*spec.partition_cols)
-    )
+    writer = df.write.mode("append" if append else "overwrite").option("partitionOverwriteMode", "dynamic")
+    writer = writer.partitionBy(*spec.partition_cols)
     uri = spec.uri(root)
     if not storage.is_s3(uri):
         writer.parquet(storage.local_path(uri))
@@ -102,8 +114,8 @@ def write_partitioned(df: DataFrame, spec: TableSpec, root: str) -> None:
         return
     with tempfile.TemporaryDirectory(prefix=f"augury-{spec.name}-") as staging:
         writer.parquet(staging)
-        produced = _partition_dirs(staging, len(spec.partition_cols))
-        if not spec.partition_cols:
+        produced = [] if append else _partition_dirs(staging, len(spec.partition_cols))
+        if not spec.partition_cols and not append:
             storage.delete(uri)
         n = storage.upload_tree(staging, uri, replace_subdirs=produced)
         log.info("uploaded %d files of %s to %s (partitions replaced: %d)", n, spec.name, uri, len(produced))

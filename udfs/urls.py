@@ -2,15 +2,20 @@
 
 ``norm_url`` is the one canonical form: two URLs that point at the same article after the usual
 cosmetic differences (scheme, ``www.``, port, fragment, tracking parameters, parameter order,
-trailing slash, a Wayback Machine wrapper) normalise to the same string.
+trailing slash, a Wayback Machine wrapper) normalise to the same string. A URL whose host is no
+valid host name or IP address has no canonical form (``valid_host``).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 TRACKING_PARAMS = frozenset({"fbclid", "gclid", "ref", "mc_cid", "mc_eid"})
+# One DNS label: letters (any script), digits, hyphens and underscores, not starting or ending with a
+# hyphen, at most 63 characters. Underscores are not valid in host names but real crawls have them.
+_LABEL = re.compile(r"^(?!-)[\w-]{1,63}(?<!-)$")
 _WAYBACK = re.compile(r"^(?:https?://)?(?:www\.)?web\.archive\.org/web/[^/]+/(.+)$", re.IGNORECASE)
 
 
@@ -24,15 +29,29 @@ def clean_target_uri(uri: str | None) -> str | None:
     return uri or None
 
 
+def valid_host(host: str | None) -> bool:
+    """True for a DNS name (dot-separated labels, international letters allowed) or an IP address;
+    False for what ``urlsplit`` accepts but no resolver would, such as ``exa mple.com`` or
+    ``exa%20mple.com``."""
+    if not host or len(host) > 253:
+        return False
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        pass
+    return all(_LABEL.match(label) for label in host.removesuffix(".").split("."))
+
+
 def host_of(url: str | None) -> str | None:
-    """Lower-cased host without ``www.`` and port, or None when the URL has no host."""
+    """Lower-cased host without ``www.`` and port, or None when the URL has no valid host."""
     if not url:
         return None
     try:
         host = urlsplit(url.strip()).hostname
     except ValueError:
         return None
-    if not host:
+    if not valid_host(host):
         return None
     return host[4:] if host.startswith("www.") else host
 
@@ -71,7 +90,7 @@ def norm_url(url: str | None) -> str | None:
         host = parts.hostname
     except ValueError:
         return None
-    if parts.scheme.lower() not in ("http", "https") or not host:
+    if parts.scheme.lower() not in ("http", "https") or not valid_host(host):
         return None
     host = host.lower().rstrip(".")
     if host.startswith("www."):

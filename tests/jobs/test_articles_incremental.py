@@ -122,8 +122,11 @@ def test_a_later_file_keeps_the_articles_of_dates_it_shares(local, inputs):
     assert by_date(after_b) == by_date(after_a) + Counter(
         {(day(15), "b.warc.gz"): 1, (day(16), "b.warc.gz"): 1, (day(18), "b.warc.gz"): 2}
     )
-    assert summary_b.metrics["articles of other files in rewritten dates"] == 6  # a's on -15, -16, -18
-    assert summary_b.metrics["date partitions rewritten"] == 3
+    # b's rows are added as files of their own: none of a's rows or files is rewritten
+    assert summary_b.metrics["articles of other files rewritten (they shared a file with replaced rows)"] == 0
+    assert (
+        summary_b.metrics["Parquet files replaced"] == 0 and summary_b.metrics["date partitions written"] == 3
+    )
 
 
 @pytest.mark.spark
@@ -169,8 +172,11 @@ def test_rerunning_a_file_replaces_its_rows_and_changes_nothing(local):
     for field in ("rows_read", "rows_written", "rejected"):
         assert getattr(again, field) == getattr(first, field)
     assert again.metrics["articles replaced (earlier runs of these files)"] == 8
-    # a's shard and its dates were rewritten, not added to: still one file per partition
-    assert len(files) == len(before_files) == 5 + 2 and files != before_files
+    # a's five files (one per date) and its shard were replaced; b's three files were not touched
+    assert again.metrics["Parquet files replaced"] == 5
+    assert len(files) == len(before_files) == 5 + 3 + 2 and files != before_files
+    b_files = [f for f in before_files if "articles/" in f and f not in states["a"][3]]
+    assert len(b_files) == 3 and set(b_files) <= set(files)
 
 
 @pytest.mark.spark

@@ -158,11 +158,11 @@ def test_command_line_maps_to_config():
             "50",
         ]
     )
-    assert config.inputs == ["a.jsonl", "b.jsonl.gz"] and config.text_field == "body"
+    assert list(config.inputs) == ["a.jsonl", "b.jsonl.gz"] and config.text_field == "body"
     assert config.fields().host == "npr.org" and config.fields().min_chars == 50
     assert config.fields().published == "published" and config.id_field == "id"
     with pytest.raises(SystemExit):
         parse_args(["--root", "out"])
-    for bad in (Config(inputs=["x"], root="r", text_field=""), Config(inputs=["x"], root="r", min_chars=-1)):
+    for bad in ({"text_field": ""}, {"min_chars": -1}):
         with pytest.raises(ValueError):
-            bad.validate()
+            Config(inputs=["x"], root="r", **bad)

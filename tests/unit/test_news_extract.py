@@ -160,7 +160,7 @@ def test_choose_published_rules():
 def test_newsplease_today_fallback_is_caught():
     """news-please turns a bare "10:30 AM" into today's date; the crawl date is never used either."""
     html = page(body=BODY + "<div class='date'>10:30 AM</div>")
-    raw = ne.extract_newsplease(html, "https://news.example.org/story")
+    raw = ne.extract_newsplease(ne.Page.of(html, "https://news.example.org/story"))
     assert raw.published is not None and raw.published.date() == dt.datetime.now().date()  # the trap is real
     row = process(html, extractor="newsplease")
     assert row["reason"] is None and row["text"]
@@ -173,9 +173,9 @@ def test_real_pages_get_utc_dates_news_please_gets_wrong(ccnews):
     lands on the wrong UTC day; the page's own meta tag, read with its offset, does not."""
     rules = ne.ContentRules(extractor="newsplease")
     moscow = ccnews["https://1prime.ru/business/20220916/838132051.html"]
-    assert ne.extract_newsplease(ne.decode_html(moscow["payload"]), moscow["url"]).published == dt.datetime(
-        2022, 9, 16, 1, 53
-    )
+    assert ne.extract_newsplease(
+        ne.Page.of(ne.decode_html(moscow["payload"]), moscow["url"])
+    ).published == dt.datetime(2022, 9, 16, 1, 53)
     row = ne.process_candidate(moscow, rules, NOW)
     assert row["published_at"] == dt.datetime(2022, 9, 15, 22, 53, tzinfo=UTC)
     assert (row["published_date"], row["date_source"], row["language"]) == (
@@ -269,7 +269,7 @@ def test_content_rejections(html, kwargs, reason):
 
 
 def test_errors_become_reasons(monkeypatch):
-    def broken(html, url):
+    def broken(page):
         raise RuntimeError("boom\n  on two lines")
 
     monkeypatch.setitem(ne.EXTRACTORS, "trafilatura", broken)
@@ -282,14 +282,14 @@ def test_errors_become_reasons(monkeypatch):
     def unparsable(html):
         raise ValueError("hostile markup")
 
-    monkeypatch.setattr(ne, "parse_html", unparsable)
+    monkeypatch.setattr(ne.Page, "of", classmethod(lambda cls, html, url: unparsable(html)))
     assert process(page())["reason"] == "parse_error"
 
 
 def test_lone_surrogates_are_replaced(monkeypatch):
     """An extractor can hand back text with a lone surrogate; Arrow would refuse the whole batch."""
     monkeypatch.setitem(
-        ne.EXTRACTORS, "trafilatura", lambda html, url: ne.Extracted("T\ud800", BODY + "\udc00", None)
+        ne.EXTRACTORS, "trafilatura", lambda page: ne.Extracted("T\ud800", BODY + "\udc00", None)
     )
     row = process(page())
     assert row["reason"] is None and row["title"] == "T?" and row["text"].endswith("?")
@@ -305,3 +305,53 @@ def test_any_payload_gives_a_row_never_an_exception(payload):
     assert row["reason"] in (None, "empty", "too_short", "parse_error", "extractor_error")
     if row["reason"] is None:
         assert row["text"] and row["article_id"]
+
+
+# ---------------------------------------------------------------- the default extractor
+
+
+def test_hybrid_takes_the_structured_title_the_page_shows():
+    head = """<title>Budget vote passes after long debate | The Example Times</title>
+      <meta property="og:site_name" content="The Example Times">
+      <meta property="og:title" content="Budget vote passes | The Example Times">
+      <script type="application/ld+json">{"@type": "NewsArticle", "headline": "Council passes budget &#8211; at last"}</script>"""
+    html = page(head).replace("<h1>Budget vote</h1>", "<h1>Council passes budget – at last</h1>")
+    row = process(html, extractor="hybrid")
+    assert row["reason"] is None and row["extractor"] == "hybrid"
+    assert row["title"] == "Council passes budget – at last"  # JSON-LD, unescaped, is the one shown
+    no_heading = page(head).replace("<h1>Budget vote</h1>", "")
+    assert process(no_heading, extractor="hybrid")["title"] == "Budget vote passes"  # og:title, site cut
+
+
+def test_titles_drop_site_segments_and_keep_the_shown_heading():
+    url = "https://commoncrawl.org/blog/x"
+    doc = ne.parse_html(page("<meta property='og:title' content='Common Crawl - Blog - Web Graphs 2024'>"))
+    assert ne.page_signals(doc, url).titles == ("Budget vote", "Blog - Web Graphs 2024")
+    shown = page("<meta property='og:title' content='Common Crawl - Blog - Web Graphs 2024'>").replace(
+        "<h1>Budget vote</h1>", "<h1>Web Graphs 2024</h1>"
+    )
+    assert ne.page_signals(ne.parse_html(shown), url).titles[0] == "Web Graphs 2024"
+    dash = ne.parse_html(page("<meta property='og:title' content='Spain - France: 2-1'>"))
+    assert ne.page_signals(dash, "https://news.example.org/x").titles[1] == "Spain - France: 2-1"
+
+
+def test_hybrid_dates_from_the_page_then_htmldate(ccnews):
+    npr = ccnews["https://www.npr.org/2022/09/18/1123690268/puerto-rico-tropical-storm-fiona"]
+    row = ne.process_candidate(npr, ne.ContentRules(), NOW)
+    assert row["extractor"] == ne.DEFAULT_EXTRACTOR == "hybrid" and row["date_source"] == "jsonld"
+    assert row["title"] == "Anxiety is high in Puerto Rico as Fiona closes in and threatens historic rainfall"
+    visible = page(body=BODY + "<p class='date'>Published March 26, 2022</p>")
+    row = process(visible, extractor="hybrid")
+    assert (row["published_date"], row["date_source"]) == (dt.date(2022, 3, 26), "htmldate")
+
+
+def test_newsplease_without_a_language_package_is_a_clear_reason(monkeypatch):
+    import newsplease
+
+    def needs_jieba(*args, **kwargs):
+        raise ImportError("You must install jieba before using the Chinese tokenizer.")
+
+    monkeypatch.setattr(newsplease.NewsPlease, "from_html", needs_jieba)
+    row = process(page(), extractor="newsplease")
+    assert row["reason"] == "extractor_error"
+    assert "jieba" in row["detail"] and "--extractor hybrid" in row["detail"]

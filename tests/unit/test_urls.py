@@ -1,4 +1,4 @@
-from udfs.urls import clean_target_uri, host_matches, host_of, norm_url
+from udfs.urls import clean_target_uri, host_matches, host_of, norm_url, valid_host
 
 
 def test_wget_angle_brackets_are_removed():
@@ -32,3 +32,12 @@ def test_host_helpers():
     assert host_of("not a url") is None
     assert host_matches("edition.cnn.com", {"cnn.com"})
     assert not host_matches("notcnn.com", {"cnn.com"})
+
+
+def test_invalid_hosts_have_no_canonical_form():
+    for url in ("https://exa mple.com/a b", "https://exa%20mple.com/a", "https://-bad.com/", "https://a..b/"):
+        assert norm_url(url) is None and host_of(url) is None, url
+    assert norm_url("https://Münche-n.de/x") == "https://münche-n.de/x"
+    assert host_of("https://a_b.example.com/x") == "a_b.example.com"
+    assert host_of("http://127.0.0.1:8080/x") == "127.0.0.1" and host_of("http://[::1]/x") == "::1"
+    assert not valid_host("x" * 64 + ".com") and valid_host("example.com.")

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 import gzip
+import io
 import random
+import zlib
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from tests.warc_fixtures import record
+from tests.warc_fixtures import copy_records, record
 from udfs.schemas import ARTICLE_REJECT_REASONS
 from udfs.warc import HeaderFilter, content_type, normalize_host, parse_warc_date, scan_file
 
@@ -203,3 +205,114 @@ def test_content_type_and_dates_and_hosts():
     assert parse_warc_date("yesterday") is None and parse_warc_date(None) is None
     assert normalize_host(" https://WWW.NPR.org/sections ") == "npr.org"
     assert normalize_host("edition.cnn.com:443") == "edition.cnn.com"
+
+
+# ---------------------------------------------------------------- recovery after damage, per member
+
+
+def members_with_damage(shared_data: Path, damaged: int) -> tuple[bytes, list[int]]:
+    """Five real CC-NEWS records, one gzip member each, with 64 bytes zeroed in the middle of
+    member ``damaged``; returns the file's bytes and the member offsets."""
+    source = shared_data / "warc" / "ccnews_2022-09_39records_reconstructed.warc.gz"
+    parts = [copy_records(source, [i]) for i in range(1, 6)]
+    broken = bytearray(parts[damaged])
+    middle = len(broken) // 2
+    broken[middle : middle + 64] = bytes(64)
+    parts[damaged] = bytes(broken)
+    offsets = [sum(len(p) for p in parts[:i]) for i in range(len(parts))]
+    return b"".join(parts), offsets
+
+
+def intact_by_warcio(data: bytes, offsets: list[int]) -> list[int]:
+    """Offsets of the members warcio reads completely when it opens each at its own offset."""
+    intact = []
+    for offset in offsets:
+        try:
+            (rec,) = list(ArchiveIterator(io.BytesIO(data[offset:]), arc2warc=False))[:1]
+            rec.content_stream().read()
+            zlib.decompressobj(wbits=31).decompress(data[offset:])
+        except Exception:
+            continue
+        intact.append(offset)
+    return intact
+
+
+def test_corrupt_middle_member_keeps_every_intact_record_after_it(shared_data, tmp_path):
+    data, offsets = members_with_damage(shared_data, damaged=2)
+    path = tmp_path / "middle.warc.gz"
+    path.write_bytes(data)
+    with path.open("rb") as f:  # warcio on the whole file stops at the damage
+        assert len(list(ArchiveIterator(f))) < len(offsets)
+    intact = intact_by_warcio(data, offsets)
+    assert intact == [offsets[i] for i in (0, 1, 3, 4)]
+    rows = scan(path)
+    assert [r["record_offset"] for r in rows if r["reason"] is None] == intact
+    (corrupt,) = [r for r in rows if r["reason"] == "corrupt_record"]
+    assert corrupt["record_offset"] == offsets[2] and len(rows) == len(offsets)
+
+
+def test_damage_between_members_is_one_row_and_reading_resumes(tmp_path):
+    first, last = record("https://a.org/1"), record("https://a.org/2")
+    junk_member = gzip.compress(b"this member is not a WARC record\r\n" * 5, mtime=0)
+    path = tmp_path / "junk-member.warc.gz"
+    path.write_bytes(first + junk_member + last)
+    rows = scan(path)
+    assert [(r["reason"], r["record_offset"]) for r in rows] == [
+        (None, 0),
+        ("corrupt_record", len(first)),
+        (None, len(first) + len(junk_member)),
+    ]
+    path.write_bytes(first + bytes(100))  # trailing zeros after the last record
+    assert [r["reason"] for r in scan(path)] == [None, "corrupt_record"]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "reason", "detail"),
+    [
+        ("random.warc.gz", random.Random(3).randbytes(5000), "unreadable_file", "not a WARC"),
+        ("empty.warc.gz", b"", "unreadable_file", "empty file"),
+        ("nothing.warc.gz", gzip.compress(b"", mtime=0), "unreadable_file", "holds no data"),
+        ("header-only.warc", b"WARC/1.0\r\n\r\n", "corrupt_record", "header incomplete"),
+        ("version-only.warc.gz", gzip.compress(b"WARC/", mtime=0), "corrupt_record", "Invalid WARC header"),
+    ],
+)
+def test_files_without_a_readable_record_give_one_row_with_the_reason(
+    tmp_path, name, content, reason, detail
+):
+    path = tmp_path / name
+    path.write_bytes(content)
+    (row,) = scan(path)
+    assert row["reason"] == reason and detail in row["detail"]
+
+
+def test_http_encodings_are_decoded_after_the_truncation_check(tmp_path):
+    html = b"<html><body><p>" + b"news " * 200 + b"</p></body></html>"
+    chunked = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in (html[:100], html[100:])) + b"0\r\n\r\n"
+    cases = {
+        "gzip": (gzip.compress(html), "Content-Encoding: gzip"),
+        "deflate": (zlib.compress(html), "Content-Encoding: deflate"),
+        "chunked": (chunked, "Transfer-Encoding: chunked"),
+        "mislabelled": (html, "Content-Encoding: gzip"),  # kept as it is, as warcio does
+    }
+    path = tmp_path / "encoded.warc.gz"
+    path.write_bytes(
+        b"".join(
+            record(f"https://a.org/{name}", body, ctype=f"text/html\r\n{header}")
+            for name, (body, header) in cases.items()
+        )
+    )
+    rows = scan(path)
+    assert [r["reason"] for r in rows] == [None] * 4 and all(r["payload"] == html for r in rows)
+
+
+def test_payloads_are_the_ones_warcio_reads(shared_data):
+    """FastWARC (the reader) and warcio give the same records and the same decoded payloads."""
+    for path in sorted((shared_data / "warc").glob("*.warc.gz")):
+        with path.open("rb") as f:
+            records, expected = ArchiveIterator(f), {}
+            for r in records:
+                if r.rec_type == "response":
+                    expected[records.offset] = r.content_stream().read()
+        for row in scan(path):
+            if row["reason"] is None:
+                assert row["payload"] == expected[row["record_offset"]], (path.name, row["url"])
