@@ -4,7 +4,6 @@ known, so every leaderboard number can be checked exactly; leakage aborts the ru
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 import re
 
