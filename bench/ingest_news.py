@@ -51,6 +51,7 @@ from typing import Any
 
 from warcio.archiveiterator import ArchiveIterator
 
+from bench.measure import cpu_seconds
 from jobs.ingest_news import Config, run
 from jobs.spark import spark_session
 from udfs.news_extract import decode_html
@@ -116,22 +117,6 @@ def trafilatura_text(html: str, url: str) -> str:
 
     doc = trafilatura.bare_extraction(html, url=url, with_metadata=True)
     return (doc.text or "") if doc else ""
-
-
-def cpu_seconds() -> float:
-    """CPU seconds used so far by this process and every process below it (Spark's JVM, its
-    Python workers, and the workers they already reaped)."""
-    import psutil
-
-    total = 0.0
-    me = psutil.Process()
-    for proc in [me, *me.children(recursive=True)]:
-        try:
-            t = proc.cpu_times()
-        except psutil.Error:  # ended meanwhile
-            continue
-        total += t.user + t.system + t.children_user + t.children_system
-    return total
 
 
 def plain_loop(

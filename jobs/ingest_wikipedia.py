@@ -1,21 +1,30 @@
-"""Wikipedia dump → ``wiki_pages`` and, from the Current Events Portal day pages in it, ``wcep_events``.
+"""Wikipedia dumps → ``wiki_pages`` and, from the Current Events Portal day pages in them, ``wcep_events``.
 
-    spark-submit jobs/ingest_wikipedia.py --root s3://bucket/augury enwiki-…-pages-articles.xml.bz2
+    spark-submit jobs/ingest_wikipedia.py --root s3://bucket/augury \
+        s3://dumps/enwiki-20240601-pages-articles-multistream.xml.bz2
     python -m jobs.ingest_wikipedia --root ./out dumps/*.xml.bz2
 
-Spark's XML source splits the dump into ``<page>`` rows under an explicit schema (no inference
-pass over a 20 GB file); one Python pass per page (``mapInArrow``) renders plain text with
-mwparserfromhell and, for ``Portal:Current events/<YYYY> <Month> <D>`` pages, parses the event
-bullets. Malformed pages, parse failures, day pages without events and damaged files become
-``source_rejected`` rows; the job goes on and its counts reconcile.
+Stages (named in the logs as ``stage=…``):
+
+1. **plan** (driver): every dump becomes chunks (``udfs.wikidump``). A multistream dump whose
+   index is among the inputs or beside it is split into ``CHUNKS_PER_CORE`` × cores chunks of
+   whole bz2 streams (shared among the dumps); multistream part files and other dumps are one
+   chunk each. Only the index offsets are held, never a page.
+2. **parse** (one task per chunk, ``mapInArrow``): the chunk's streams are decompressed in
+   blocks, cut into ``<page>`` elements and parsed one page at a time: plain text, sections and
+   categories with mwparserfromhell, and for ``Portal:Current events/<YYYY> <Month> <D>`` pages
+   the event bullets. A malformed page, a page without text, a parser failure, a day page
+   without events, a damaged stream and a file with no page become ``source_rejected`` rows
+   with their reasons; the job goes on and its counts reconcile.
+3. **write**: pages by ``dump``, events by date, rejected rows by source and input.
 """
 
 from __future__ import annotations
 
-import argparse
-import html
-import re
-import tempfile
+import bz2
+import io
+import logging
+import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,94 +32,128 @@ from datetime import datetime
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
-from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
 from jobs import source_tables as st
 from jobs.spark import corpus_session, spark_session, write_partitioned
-from udfs import storage, wcep
+from udfs import storage, wcep, wikidump
+from udfs.cli import InputError, option, run_cli
+from udfs.layout import Layout
 from udfs.report import RunSummary
 from udfs.schemas import WCEP_EVENTS, WIKI_PAGES
 from udfs.wikitext import input_stem, parse_page, parse_timestamp
 
+log = logging.getLogger("augury.ingest_wikipedia")
+
 JOB = "ingest_wikipedia"
 PAGES_SOURCE = "wiki_pages"
 WCEP_SOURCE = "wcep_wikitext"
-_TITLE = re.compile(r"<title>(.*?)</title>", re.DOTALL)
-
-# The parts of a MediaWiki export <page> the job uses. Attributes are "_name", element text with
-# attributes is "_VALUE". <revision> is a list so that history dumps parse too (the last one wins).
-PAGE_XML = StructType(
+CHUNKS_PER_CORE = 4  # chunks of a split dump per core: enough to even out uneven streams
+CHUNKS = StructType(
     [
-        StructField("title", StringType()),
-        StructField("ns", IntegerType()),
-        StructField("id", LongType()),
-        StructField("redirect", StructType([StructField("_title", StringType())])),
-        StructField(
-            "revision",
-            ArrayType(
-                StructType(
-                    [
-                        StructField("id", LongType()),
-                        StructField("timestamp", StringType()),
-                        StructField("text", StructType([StructField("_VALUE", StringType())])),
-                    ]
-                )
-            ),
-        ),
-        StructField("_corrupt_record", StringType()),
+        StructField("uri", StringType()),
+        StructField("start", LongType()),
+        StructField("end", LongType()),
+        StructField("streams", ArrayType(LongType())),
     ]
 )
 
 
-@dataclass
+@dataclass(frozen=True)
 class Config:
-    root: str  # output root URI (path, file:// or s3://)
-    dumps: list[str]  # dump files or globs: .xml or .xml.bz2, local or s3:// / s3a://
+    """Everything one run needs; every field is also a command-line option."""
 
-
-def read_dump(spark: SparkSession, paths: list[str], damaged: bool) -> DataFrame:
-    """One row per ``<page>``: the columns the parser needs plus the file it came from.
-
-    The tokenizer-based XML parser (``useLegacyXMLParser``) is used on purpose: Spark 4's default
-    streaming parser turns one malformed page into a corrupt record holding the rest of the file
-    and drops every page after it, while this one isolates the malformed page and carries on.
-    """
-    xml = (
-        spark.read.format("xml")
-        .schema(PAGE_XML)
-        .option("rowTag", "page")
-        .option("mode", "PERMISSIVE")
-        .option("columnNameOfCorruptRecord", "_corrupt_record")
-        .option("useLegacyXMLParser", "true")
-        .option("ignoreCorruptFiles", str(damaged).lower())
-        .load(paths)
+    root: str = option(help="output root URI (a path, file:// or s3://); must not be a file")
+    dumps: list[str] = option(
+        positional=True,
+        help="dump files or globs (.xml, .xml.bz2, multistream part files; local, file://, s3://); "
+        "a multistream index among them or beside its dump splits that dump over every core",
     )
-    revision = sf.element_at("revision", -1)
-    return xml.select(
-        sf.col("_metadata.file_path").alias("file"),
-        "title",
-        "ns",
-        "id",
-        sf.col("redirect._title").alias("redirect_title"),
-        revision["id"].alias("revision_id"),
-        revision["timestamp"].alias("revision_time"),
-        revision["text"]["_VALUE"].alias("text"),
-        "_corrupt_record",
-    )
+
+
+# ---------------------------------------------------------------- plan
+
+
+def plan(inputs: list[str], cores: int) -> list[wikidump.Chunk]:
+    """The chunks of every dump. Indexes are looked for among the inputs, then beside the dump;
+    an index that does not parse or does not fit its dump is an ``InputError``."""
+    indexes = {posixpath.basename(u): u for u in inputs if wikidump.is_index(u)}
+    dumps = [u for u in inputs if not wikidump.is_index(u)]
+    if not dumps:
+        raise InputError("no dump among the inputs (only multistream indexes)")
+    pieces = max(1, -(-CHUNKS_PER_CORE * cores // len(dumps)))
+    chunks: list[wikidump.Chunk] = []
+    for dump in dumps:
+        index = wikidump.index_name(dump)
+        if index is not None:
+            index = indexes.get(posixpath.basename(index)) or (index if storage.exists(index) else None)
+        offsets = _offsets(dump, index) if index else []
+        chunks += wikidump.plan_chunks(dump, offsets, pieces)
+        log.info(
+            "stage=plan %s: %d chunk(s)%s",
+            dump,
+            len(chunks) - sum(c.uri != dump for c in chunks),
+            f" from {len(offsets)} streams in {index}" if index else "",
+        )
+    return chunks
+
+
+def _offsets(dump: str, index: str) -> list[int]:
+    """The stream offsets of ``dump`` from its index, checked against the dump's size."""
+    try:
+        with storage.open_input(index) as raw, io.TextIOWrapper(bz2.open(raw), encoding="utf-8") as lines:
+            offsets = wikidump.stream_offsets(lines)
+        with storage.open_input(dump) as data:
+            size = data.seek(0, io.SEEK_END)
+    except (OSError, EOFError, ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"index {index} of {dump} cannot be read: {exc}") from None
+    if offsets and offsets[-1] >= size:
+        raise InputError(
+            f"index {index} names stream offset {offsets[-1]} past the end of {dump} ({size} bytes)"
+        )
+    return offsets
+
+
+# ---------------------------------------------------------------- parse
+
+
+def chunk_rows(chunk: wikidump.Chunk) -> Iterator[dict]:
+    """Parsed rows of one chunk; a chunk that yields no page is itself a rejected row."""
+    stem = input_stem(chunk.uri)
+    name = posixpath.basename(chunk.uri)
+    item = name if not chunk.streams else f"{name} bytes {chunk.start}-{chunk.end if chunk.end else 'end'}"
+    pages = 0
+    try:
+        for xml in wikidump.chunk_pages(chunk, storage.open_input):
+            pages += 1
+            yield from page_rows({"file": chunk.uri, **wikidump.page_record(xml)})
+    except wikidump.DumpDamageError as exc:
+        reason = "damaged_file" if exc.pages else "unreadable_file"
+        yield st.reject_row(PAGES_SOURCE, stem, item, reason, f"{chunk.uri}: {exc}")
+        return
+    except OSError as exc:
+        yield st.reject_row(PAGES_SOURCE, stem, item, "unreadable_file", f"{chunk.uri}: {exc}")
+        return
+    if not pages:
+        yield st.reject_row(
+            PAGES_SOURCE, stem, item, "no_pages", "no <page> element: not a MediaWiki export?"
+        )
 
 
 def page_rows(record: dict) -> list[dict]:
-    """Parsed rows of one dump page: the page (or its rejection) and, for a portal day page, its
-    events and day row (or the day's rejection)."""
+    """Parsed rows of one dump page (``wikidump.page_record`` plus its ``file``): the page (or its
+    rejection) and, for a portal day page, its events and day row (or the day's rejection)."""
     stem = input_stem(record["file"])
-    title = record["title"]
-    corrupt = record["_corrupt_record"]
-    if corrupt is not None:
-        named = _TITLE.search(corrupt)
-        item = title or (html.unescape(named.group(1)) if named else None)
-        return [st.reject_row(PAGES_SOURCE, stem, item, "malformed_xml", st.snippet(corrupt))]
+    title = record.get("title")
+    if record["malformed"] is not None:
+        return [st.reject_row(PAGES_SOURCE, stem, title, "malformed_xml", st.snippet(record["malformed"]))]
     if record["id"] is None or not title or record["ns"] is None:
         return [st.reject_row(PAGES_SOURCE, stem, title, "missing_field", "page without id, title or ns")]
+    if record["text_state"] != "ok" or not record["text"].strip():
+        why = {"missing": "no <text> element", "deleted": "the revision text was deleted"}
+        return [
+            st.reject_row(PAGES_SOURCE, stem, title, "no_text", why.get(record["text_state"], "empty text"))
+        ]
     revision_time = parse_timestamp(record["revision_time"])
     rows: list[dict] = []
     try:
@@ -159,43 +202,57 @@ def _day_page_rows(record: dict, stem: str, title: str, revision_time: datetime 
 
 
 def parse_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body: dump pages in, ``PARSED`` rows out."""
+    """``mapInArrow`` body: chunks in, ``PARSED`` rows out."""
     for batch in batches:
-        yield from st.to_batches(row for record in batch.to_pylist() for row in page_rows(record))
+        for c in batch.to_pylist():
+            chunk = wikidump.Chunk(c["uri"], c["start"], c["end"], tuple(c["streams"] or ()))
+            yield from st.to_batches(chunk_rows(chunk))
+
+
+def chunk_frame(spark: SparkSession, chunks: list[wikidump.Chunk]) -> DataFrame:
+    """One partition per chunk, so that every chunk is a task of its own."""
+    rows = [(c.uri, c.start, c.end, list(c.streams)) for c in chunks]
+    return spark.createDataFrame(spark.sparkContext.parallelize(rows, len(rows)), CHUNKS)
+
+
+def input_files(config: Config) -> list[str]:
+    """The dumps, checked before any work: a root that is a file, a pattern that matches nothing
+    or an unsupported URI scheme is an ``InputError``."""
+    Layout(config.root).check_root(must_exist=False)
+    try:
+        return storage.expand_inputs(config.dumps)
+    except (FileNotFoundError, ValueError) as exc:
+        raise InputError(str(exc)) from None
 
 
 def run(config: Config, spark: SparkSession | None = None) -> list[RunSummary]:
     """Ingest the dumps under ``config.root``; returns the wiki_pages and wcep_events summaries."""
+    inputs = input_files(config)
     pages = RunSummary(f"{JOB}: wiki_pages")
     days = RunSummary(f"{JOB}: wcep_events (day pages)")
-    inputs = storage.expand_inputs(config.dumps)
     spark = spark or spark_session("augury-ingest-wikipedia")
-    with corpus_session(spark), tempfile.TemporaryDirectory(prefix="augury-dumps-") as staging:
-        paths = st.spark_paths(spark, inputs, staging)
-        parsed = st.parse_inputs(spark, read_dump, parse_batches, paths)
+    chunks = plan(inputs, spark.sparkContext.defaultParallelism)
+    with corpus_session(spark):
+        parsed = st.parse_frame(chunk_frame(spark, chunks), parse_batches)
         try:
-            page_rows_df = parsed.df.where(sf.col("kind") == st.PAGE).select("page.*")
-            write_partitioned(page_rows_df, WIKI_PAGES, config.root)
-            damaged = st.damaged_rejects(parsed, PAGES_SOURCE, input_stem)
-            st.write_wcep(spark, parsed, config.root, WCEP_SOURCE, days, damaged)
+            write_partitioned(
+                parsed.df.where(sf.col("kind") == st.PAGE).select("page.*"), WIKI_PAGES, config.root
+            )
+            st.write_wcep(spark, parsed, config.root, WCEP_SOURCE, days, [])
         finally:
             parsed.df.unpersist()
-    pages.rows_read = parsed.count(st.PAGE) + parsed.count(st.REJECT, PAGES_SOURCE) + len(damaged)
+    pages.rows_read = parsed.count(st.PAGE) + parsed.count(st.REJECT, PAGES_SOURCE)
     pages.rows_written = parsed.count(st.PAGE)
     pages.rejected.update(parsed.reasons(PAGES_SOURCE))
-    if damaged:
-        pages.reject("damaged_file", len(damaged))
-        pages.notes.append("a damaged file counts as one row read; the pages after its damage are lost")
+    pages.metrics["dumps"] = len({c.uri for c in chunks})
+    pages.metrics["chunks (tasks)"] = len(chunks)
+    pages.notes.append("rows read = pages seen + chunks that could not be read or held no page")
     st.report(config.root, JOB, inputs, [(WIKI_PAGES, pages), (WCEP_EVENTS, days)])
     return [pages, days]
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--root", required=True, help="output root: a path, file:// or s3:// URI")
-    parser.add_argument("dumps", nargs="+", help="dump files or globs (.xml or .xml.bz2; local or s3://)")
-    args = parser.parse_args(argv)
-    run(Config(root=args.root, dumps=args.dumps))
+    run_cli(Config, run, JOB, __doc__.split("\n\n")[0], argv)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The row contract between the source parsers and the corpus tables they feed.
 
 The dump reader (``jobs.ingest_wikipedia``) and the rendered-HTML reader (``jobs.ingest_wcep_html``)
-run a Python parser over their input rows with ``mapInArrow``. Both emit rows of one Arrow schema,
+run a Python parser over their input rows (dump chunks, JSON lines) with ``mapInArrow``. Both emit rows of one Arrow schema,
 ``PARSED``: a ``kind`` and the struct of that kind — a wiki page, a WCEP event, a parsed day page
 (used to keep one copy per day) or a rejected item. Parsing runs once; the persisted result is then
 split into the tables. This module also reads inputs that may be damaged and writes the
@@ -206,19 +206,32 @@ def parse_inputs(
             read(spark, group, flag) for group, flag in ((healthy, False), (list(damaged), True)) if group
         ]
         raw = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
-        df = spread(raw).mapInArrow(parse, PARSED_SPARK).persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            rows = df.groupBy("kind", "reject.source", "reject.reason").count().collect()
+            parsed = parse_frame(spread(raw), parse)
         except Exception as exc:  # Spark wraps the read error in several exception types
-            df.unpersist()
             path = _failed_path(exc, paths)
             if path is None or path in damaged:
                 raise
             log.warning("input %s is damaged; keeping what precedes the damage", paths[path])
             damaged[path] = _read_error(exc, paths[path])
             continue
-        counts = Counter({(r["kind"], r["source"], r["reason"]): r["count"] for r in rows})
-        return Parsed(df, counts, {paths[p]: msg for p, msg in damaged.items()})
+        parsed.damaged = {paths[p]: msg for p, msg in damaged.items()}
+        return parsed
+
+
+def parse_frame(
+    raw: DataFrame, parse: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+) -> Parsed:
+    """Run ``parse`` (a ``mapInArrow`` body giving ``PARSED`` rows) over ``raw`` once, persist the
+    result and count its rows by kind and rejection reason."""
+    df = raw.mapInArrow(parse, PARSED_SPARK).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        rows = df.groupBy("kind", "reject.source", "reject.reason").count().collect()
+    except Exception:
+        df.unpersist()
+        raise
+    counts = Counter({(r["kind"], r["source"], r["reason"]): r["count"] for r in rows})
+    return Parsed(df, counts, {})
 
 
 def damaged_rejects(parsed: Parsed, source: str, stem: Callable[[str], str]) -> list[dict]:

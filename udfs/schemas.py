@@ -180,7 +180,16 @@ SOURCE_REJECT_REASONS: dict[str, tuple[str, str]] = {
         "the <page> element is not well-formed XML or its fields have the wrong type",
     ),
     "missing_field": ("wiki_pages", "the page has no id, title or namespace"),
-    "damaged_file": ("wiki_pages, wcep_html", "the file cannot be read to the end (one row per file)"),
+    "damaged_file": (
+        "wiki_pages, wcep_html",
+        "the file (or a dump chunk) cannot be read to the end; the pages after the damage are lost",
+    ),
+    "unreadable_file": (
+        "wiki_pages",
+        "nothing in the file (or dump chunk) could be read: not bz2 or damaged",
+    ),
+    "no_pages": ("wiki_pages", "the file (or dump chunk) holds no <page> element: not a MediaWiki export"),
+    "no_text": ("wiki_pages", "the page has no <text>, its text was deleted, or it is empty"),
     "malformed_record": ("wcep_html", "a JSON line or feed item that does not parse"),
     "parse_error": ("all", "the parser raised an exception on this page"),
     "redirect": ("wcep_wikitext", "the day page is a redirect"),

@@ -204,7 +204,8 @@ def test_a_page_the_parsers_fail_on_is_rejected_not_fatal(monkeypatch):
         "revision_id": 2,
         "revision_time": "2026-06-14T00:00:00Z",
         "text": "{{Current events|content=}}",
-        "_corrupt_record": None,
+        "text_state": "ok",
+        "malformed": None,
     }
     rejected = [row["reject"] for row in ingest_wikipedia.page_rows(record)]
     assert [(r["source"], r["input"], r["reason"]) for r in rejected] == [
