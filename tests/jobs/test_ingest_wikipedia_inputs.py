@@ -82,9 +82,7 @@ def test_files_without_pages_and_pages_without_text_are_rejected_rows(spark, tmp
     (folder / "no-pages.xml").write_bytes(
         b"<mediawiki><siteinfo><sitename>W</sitename></siteinfo></mediawiki>"
     )
-    (folder / "crawl.warc.gz").write_bytes(
-        record("https://example.com/a")
-    )
+    (folder / "crawl.warc.gz").write_bytes(record("https://example.com/a"))
     deleted = b'<page><title>Gone</title><ns>0</ns><id>5</id><revision><id>9</id><text deleted="deleted" /></revision></page>'
     missing = b"<page><title>No text</title><ns>0</ns><id>6</id><revision><id>9</id></revision></page>"
     (folder / "textless.xml").write_bytes(b"<mediawiki>" + deleted + missing + page(1) + b"</mediawiki>")
