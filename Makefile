@@ -36,6 +36,7 @@ lint: venv
 
 bench: venv
 	$(PY) -m bench.ingest_news
+	$(PY) -m bench.ingest_wikipedia
 	$(PY) -m bench.llm_local
 	$(PY) -m bench.cil_cost
 
