@@ -23,6 +23,10 @@ step "corpus: rendered Current Events Portal day pages -> corpus/wcep_events"
 step "corpus: JSON Lines articles (the WCEP-cited Reportedly articles) -> corpus/articles"
 "$PY" -m jobs.ingest_articles_jsonl --root "$OUT" "$SHARED"/wcep/reportedly_articles_2015-09.json
 
+step "corpus index: dated articles -> index/articles (LanceDB: BM25, MiniLM vectors), then one search with a cutoff"
+"$PY" -m pipelines.index --root "$OUT"
+"$PY" -m pipelines.search --root "$OUT" --cutoff 2022-09-16 --k 5 "storm damage and flooding"
+
 step "LLM layer: every request kind on the embedded model (Ray Data)"
 "$PY" -m pipelines.llm_smoke --root "$OUT"
 
@@ -55,7 +59,7 @@ step "evaluation: forecasters on every benchmark + ForecastBench -> eval/leaderb
   --model-cutoff 2024-03-01
 
 step "done in $(( $(date +%s) - started )) s; outputs under $OUT"
-for d in corpus llm_smoke benchmarks eval; do
+for d in corpus index llm_smoke benchmarks eval; do
   [ -d "$OUT/$d" ] && find "$OUT/$d" -maxdepth 1 -mindepth 1 -type d | sort | sed 's/^/  /'
 done
 for f in "$OUT"/benchmarks/*/dataset_card.md "$OUT"/eval/leaderboard.md "$OUT"/eval/drift.md "$OUT"/eval/drift.png; do

@@ -7,7 +7,7 @@ declared with ``nested(...)`` contributes its own options as a group (and option
 reads its fields from a YAML file first).
 
 Values are converted by the field's type: ``int``, ``float``, ``str``, ``bool`` (a switch),
-``datetime.date`` (``YYYY-MM-DD``), ``X | None``, ``tuple[X, ...]`` / ``list[X]`` (comma-separated,
+``datetime.date`` (``YYYY-MM-DD``), ``datetime.datetime`` (ISO 8601, UTC unless an offset is given), ``X | None``, ``tuple[X, ...]`` / ``list[X]`` (comma-separated,
 or a repeatable flag with ``repeat=True``), a fixed ``tuple[X, X]`` (two values) and
 ``tuple[tuple[X, X], ...]`` (a repeatable pair). Ranges and choices are checked per value; rules
 that tie fields together live in the Config's ``__post_init__``, whose ``ValueError`` becomes a
@@ -99,7 +99,26 @@ def _bool(text: str) -> bool:
 
 
 _bool.__name__ = "boolean"
-_SCALARS: dict[Any, Callable[[str], Any]] = {int: int, float: float, str: str, dt.date: _date, bool: _bool}
+
+
+def _datetime(text: str) -> dt.datetime:
+    """An ISO date (its midnight) or date and time; without an offset it is UTC."""
+    try:
+        value = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(text) from None
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+
+
+_datetime.__name__ = "date or time (ISO 8601, UTC unless an offset is given)"
+_SCALARS: dict[Any, Callable[[str], Any]] = {
+    int: int,
+    float: float,
+    str: str,
+    dt.date: _date,
+    dt.datetime: _datetime,
+    bool: _bool,
+}
 
 
 def _strip_optional(tp: Any) -> Any:
@@ -188,7 +207,7 @@ def _metavar(name: str, shape: _Shape, choices: tuple | None, repeat: bool) -> s
     if choices:
         one = "{" + ",".join(map(str, choices)) + "}"
     else:
-        one = {int: "N", float: "X", _date: "YYYY-MM-DD"}.get(shape.item, name.upper())
+        one = {int: "N", float: "X", _date: "YYYY-MM-DD", _datetime: "TIME"}.get(shape.item, name.upper())
     return f"{one}[,...]" if shape.kind == "list" and not repeat and one != name.upper() else one
 
 

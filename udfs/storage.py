@@ -59,11 +59,20 @@ def local_path(uri: str) -> str:
 
 
 def s3_filesystem_options() -> dict[str, Any]:
-    """Options for s3fs: honour ``AWS_ENDPOINT_URL`` (MinIO, moto) and never cache listings."""
+    """Options for s3fs: honour ``AWS_ENDPOINT_URL`` (MinIO, moto) and never cache listings.
+    Keys given in the environment are passed explicitly, so a filesystem pickled to a Ray or
+    Spark worker reaches S3 as the driver does, whatever the worker's environment."""
     options: dict[str, Any] = {"use_listings_cache": False, "skip_instance_cache": True}
     endpoint = os.environ.get("AWS_ENDPOINT_URL")
     if endpoint:
         options["client_kwargs"] = {"endpoint_url": endpoint}
+    for env, key in (
+        ("AWS_ACCESS_KEY_ID", "key"),
+        ("AWS_SECRET_ACCESS_KEY", "secret"),
+        ("AWS_SESSION_TOKEN", "token"),
+    ):
+        if os.environ.get(env):
+            options[key] = os.environ[env]
     return options
 
 

@@ -177,3 +177,27 @@ def test_unsupported_types_are_refused_when_the_parser_is_built():
 
     with pytest.raises(TypeError, match="unsupported type"):
         parse(Odd, [], "python -m odd")
+
+
+@dataclass(frozen=True)
+class Timed:
+    cutoff: dt.datetime = option(help="a time")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2024-03-01", dt.datetime(2024, 3, 1, tzinfo=dt.UTC)),
+        ("2024-03-01T12:30:00.000001", dt.datetime(2024, 3, 1, 12, 30, 0, 1, tzinfo=dt.UTC)),
+        ("2024-03-01T14:30:00+02:00", dt.datetime(2024, 3, 1, 12, 30, tzinfo=dt.UTC)),
+    ],
+)
+def test_times_are_iso_and_utc_unless_an_offset_is_given(text, expected):
+    parsed = parse(Timed, ["--cutoff", text], "python -m demo").cutoff
+    assert parsed == expected and parsed.utcoffset() is not None
+
+
+def test_a_bad_time_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as done:
+        parse(Timed, ["--cutoff", "yesterday"], "python -m demo")
+    assert done.value.code == 2 and "yesterday" in capsys.readouterr().err

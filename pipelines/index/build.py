@@ -1,0 +1,177 @@
+"""Build or update ``ROOT/index/articles`` from ``corpus/articles`` (a Ray job).
+
+    python -m pipelines.index --root ROOT
+    ray job submit --working-dir . -- python -m pipelines.index --root s3://bucket/augury --embed-gpus 1
+
+Steps (named in the logs as ``stage=…``):
+
+1. **plan**: list the dated ``published_date`` partitions of ``corpus/articles`` with their files
+   and sizes and compare them with the partitions the index was built from
+   (``_partitions.json`` beside the table). Only new or changed partitions are read; a partition
+   that is gone is deleted from the index; an unchanged corpus writes nothing.
+2. **embed**: Ray Data reads the changed partitions (the needed columns only), turns each batch
+   into index documents (``udfs.index_docs``) and embeds them with MiniLM in ``map_batches`` on an
+   actor pool (``--embed-actors``; ``--embed-gpus`` per actor on a GPU cluster).
+3. **write**: the rows of the changed partitions are deleted, the new ones appended batch by
+   batch as they stream out of Ray Data (the driver holds one batch), then the indexes are
+   brought up to date: full-text (BM25) on ``text``, a B-tree on ``published_at``, and an IVF-PQ
+   vector index once the table has ``ANN_MIN_ROWS`` rows (exact search below that).
+4. **record**: the partition list is written last, so an interrupted run redoes its partitions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import sys
+from collections import defaultdict
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from pipelines.index.config import Config
+from pipelines.index.engine import TABLE, connect, has_index
+from udfs import storage
+from udfs.index_docs import ARTICLE_COLUMNS, documents, index_schema
+from udfs.layout import Layout
+from udfs.report import RunSummary
+from udfs.schemas import ARTICLES
+
+log = logging.getLogger("augury.index")
+ANN_MIN_ROWS = 100_000  # below this, exact vector search is fast enough and exact
+MANIFEST = "_partitions.json"
+UNDATED = "__HIVE_DEFAULT_PARTITION__"
+
+
+def partitions(articles_uri: str) -> dict[str, tuple[str, list[str]]]:
+    """Dated partitions of the articles table: day → (fingerprint of its files, file URIs)."""
+    fs, path = storage.filesystem(articles_uri)
+    files: dict[str, list[pafs.FileInfo]] = defaultdict(list)
+    for info in fs.get_file_info(pafs.FileSelector(path, recursive=True)):
+        if info.type != pafs.FileType.File or not info.path.endswith(".parquet"):
+            continue
+        part = info.path[len(path) :].strip("/").split("/")[0]
+        if part.startswith("published_date=") and part != f"published_date={UNDATED}":
+            files[part.split("=", 1)[1]].append(info)
+    out = {}
+    for day, infos in files.items():
+        names = sorted((i.path[len(path) :], i.size) for i in infos)
+        digest = hashlib.sha256(json.dumps(names).encode()).hexdigest()[:16]
+        out[day] = (digest, [storage.join(articles_uri, n.strip("/")) for n, _ in names])
+    return out
+
+
+class Embedder:
+    """Ray Data actor: index documents of a batch of articles, with their embeddings."""
+
+    def __init__(self, encoder: str, lead_words: int, batch_size: int) -> None:
+        from udfs.embeddings import load_encoder
+
+        load_encoder(encoder)
+        self.encoder, self.lead_words, self.batch_size = encoder, lead_words, batch_size
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        from udfs.embeddings import embed
+
+        docs = documents(batch, self.lead_words)
+        vectors = embed(docs["text"].to_pylist(), self.encoder, self.batch_size)
+        dim = vectors.shape[1]
+        column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel(), pa.float32()), dim)
+        return docs.append_column(pa.field("vector", column.type, nullable=False), column)
+
+
+def run(config: Config) -> RunSummary:
+    """Bring the index of ``config.root`` up to date with its articles table."""
+    layout = Layout(config.root)
+    layout.require(ARTICLES)
+    summary = RunSummary("index: articles")
+    current = partitions(layout.table(ARTICLES))
+    db = connect(config.root)
+    exists = has_index(config.root)
+    manifest_uri = storage.join(layout.index(), MANIFEST)
+    built = storage.read_json(manifest_uri) if exists and storage.exists(manifest_uri) else {}
+    changed = sorted(d for d, (fp, _) in current.items() if built.get(d) != fp)
+    gone = sorted(set(built) - set(current))
+    log.info(
+        "stage=plan %d dated partitions, %d new or changed, %d gone", len(current), len(changed), len(gone)
+    )
+    summary.metrics.update(
+        {"partitions": len(current), "partitions changed": len(changed), "partitions gone": len(gone)}
+    )
+    if not changed and not gone:
+        summary.notes.append("the index is up to date: nothing written")
+        return _finish(summary, db.open_table(TABLE) if exists else None)
+
+    table = db.open_table(TABLE) if exists else None
+    if table is not None:
+        for chunk in range(0, len(changed + gone), 500):
+            days = (changed + gone)[chunk : chunk + 500]
+            table.delete("published_date IN (" + ", ".join(f"date '{d}'" for d in days) + ")")
+    files = [f for d in changed for f in current[d][1]]
+    if files:
+        table = _append(db, table, files, config, summary)
+    if table is not None:
+        _index(table, created=not exists)
+    storage.write_json(manifest_uri, {d: fp for d, (fp, _) in current.items()})
+    return _finish(summary, table)
+
+
+def _append(db, table, files: list[str], config: Config, summary: RunSummary):
+    """Stream the changed partitions through Ray Data into the table; returns the table."""
+    import ray
+
+    from pipelines.llm.config import LLMConfig
+    from pipelines.llm.ray_env import ensure_ray
+    from udfs.embeddings import DEFAULT_ENCODER
+
+    ensure_ray(LLMConfig())
+    ray.data.DataContext.get_current().enable_progress_bars = sys.stderr.isatty()
+    fs, _ = storage.filesystem(files[0])
+    paths = [storage.filesystem(f)[1] for f in files]
+    ds = ray.data.read_parquet(paths, filesystem=fs, columns=ARTICLE_COLUMNS, partitioning=None)
+    summary.rows_read = ds.count()
+    embedded = ds.map_batches(
+        Embedder,
+        fn_constructor_args=(DEFAULT_ENCODER, config.lead_words, config.batch_size),
+        batch_size=config.batch_size,
+        batch_format="pyarrow",
+        concurrency=config.embed_actors,
+        num_gpus=config.embed_gpus or None,
+    )
+    for batch in embedded.iter_batches(batch_size=config.batch_size * 4, batch_format="pyarrow"):
+        if table is None:
+            schema = index_schema(batch.schema.field("vector").type.list_size)
+            schema = schema.with_metadata({"encoder": DEFAULT_ENCODER})
+            table = db.create_table(TABLE, schema=schema)
+        table.add(batch.cast(table.schema))
+        summary.rows_written += batch.num_rows
+        log.info("stage=write rows=%d", summary.rows_written)
+    summary.reject("undated", summary.rows_read - summary.rows_written)
+    return table
+
+
+def _index(table, created: bool) -> None:
+    """Create the indexes on a new table; fold new rows into them on an existing one."""
+    rows = table.count_rows()
+    if created or not table.list_indices():
+        table.create_fts_index("text", replace=True)
+        table.create_scalar_index("published_at", index_type="BTREE", replace=True)
+    else:
+        table.optimize()
+    has_vector_index = any(i.index_type.startswith("IVF") for i in table.list_indices())
+    if rows >= ANN_MIN_ROWS and not has_vector_index:
+        table.create_index(
+            metric="cosine", vector_column_name="vector", num_partitions=max(1, int(rows**0.5))
+        )
+    log.info("stage=write indexes up to date over %d rows", rows)
+
+
+def _finish(summary: RunSummary, table) -> RunSummary:
+    summary.metrics["rows in the index"] = table.count_rows() if table is not None else 0
+    summary.notes.append(
+        "rows read = articles of the new or changed partitions; undated ones are not indexed"
+    )
+    summary.finish()
+    print(summary.table())
+    return summary

@@ -1,0 +1,23 @@
+"""Options of the index job."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from udfs.cli import check_options, option
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything one index run needs; every field is also a command-line option."""
+
+    root: str = option(help="root URI holding corpus/articles; the index goes to ROOT/index/articles")
+    lead_words: int = option(
+        200, min=1, help="words of the body after the title that are indexed and embedded"
+    )
+    batch_size: int = option(256, min=1, help="articles per embedding batch")
+    embed_actors: int = option(1, min=1, help="embedding actors (Ray Data actor pool size)")
+    embed_gpus: float = option(0.0, min=0, help="GPUs per embedding actor (0: CPU)")
+
+    def __post_init__(self) -> None:
+        check_options(self)

@@ -1,0 +1,126 @@
+"""The article index (LanceDB) and its search: cutoff probes in every mode and for every form of
+cutoff, on a local root and on the moto S3 server; incremental reruns; the leak assertion; the
+search command line."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+from pathlib import Path
+
+import pytest
+
+from pipelines import search
+from pipelines.index import engine
+from pipelines.index.build import run
+from pipelines.index.config import Config
+from pipelines.index.engine import MODES, ArticleIndex
+from tests.fixtures.evaluate.data import write_articles
+from udfs.retrieval import LeakageError
+
+T = dt.datetime(2024, 3, 1, 12, 0, tzinfo=dt.UTC)
+MIDNIGHT = dt.datetime(2024, 3, 5, tzinfo=dt.UTC)
+TEXT = "The zeppelin hangar at the harbour reopened after the storm; zeppelin flights resume."
+PROBES = [
+    ("at-cutoff", T, "Zeppelin hangar reopens", TEXT),
+    ("just-before", T - dt.timedelta(microseconds=1), "Zeppelin hangar to reopen", TEXT),
+    ("undated", None, "Zeppelin hangar, undated note", TEXT),
+    ("week-before", T - dt.timedelta(days=7), "Storm hits the zeppelin hangar", TEXT),
+    ("at-midnight", MIDNIGHT, "Zeppelin flights resume", TEXT),
+    ("before-midnight", MIDNIGHT - dt.timedelta(microseconds=1), "Zeppelin flights to resume", TEXT),
+    ("other", T - dt.timedelta(days=30), "Council budget vote", "The council voted on the harbour budget."),
+]
+CUTOFFS = {
+    "aware UTC": (T, {"just-before", "week-before"}),
+    "aware +02:00": (T.astimezone(dt.timezone(dt.timedelta(hours=2))), {"just-before", "week-before"}),
+    "naive (UTC)": (T.replace(tzinfo=None), {"just-before", "week-before"}),
+    "date (midnight UTC)": (MIDNIGHT.date(), {"just-before", "week-before", "at-cutoff", "before-midnight"}),
+}
+
+
+def build(root: str) -> None:
+    write_articles(root, PROBES)
+    run(Config(root=root))
+
+
+@pytest.fixture(scope="module")
+def local_root(tmp_path_factory, ray_local) -> str:
+    root = str(tmp_path_factory.mktemp("index"))
+    build(root)
+    return root
+
+
+def probe(root: str) -> None:
+    index = ArticleIndex(root)
+    for mode in MODES:
+        for form, (cutoff, expected) in CUTOFFS.items():
+            hits = index.search("zeppelin hangar", cutoff, k=10, mode=mode)
+            zeppelin = {h.doc_id for h in hits} - {"other"}
+            assert zeppelin == expected, (mode, form)
+            assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+            assert all(h.score >= n.score for h, n in itertools.pairwise(hits)), (mode, form)
+
+
+def test_cutoff_probes_in_every_mode(local_root):
+    probe(local_root)
+
+
+def test_since_and_exclude_act_inside_the_query(local_root):
+    index = ArticleIndex(local_root)
+    hits = index.search("zeppelin", MIDNIGHT, k=2, mode="bm25", exclude={"before-midnight"})
+    assert len(hits) == 2 and "before-midnight" not in {h.doc_id for h in hits}  # still a full top-k
+    since = T - dt.timedelta(days=1)
+    assert {h.doc_id for h in index.search("zeppelin", MIDNIGHT, 10, "dense", since=since)} == {
+        "just-before",
+        "at-cutoff",
+        "before-midnight",
+    }
+
+
+def test_a_hit_at_or_after_its_cutoff_is_never_returned(local_root, monkeypatch):
+    monkeypatch.setattr(engine, "cutoff_filter", lambda cutoff, since=None: "true")  # the prefilter lost
+    with pytest.raises(LeakageError):
+        ArticleIndex(local_root).search("zeppelin hangar", T, k=10, mode="bm25")
+
+
+def files(root: str) -> dict[str, float]:
+    return {str(p): p.stat().st_mtime_ns for p in Path(root, "index").rglob("*") if p.is_file()}
+
+
+def test_a_rerun_writes_nothing_and_a_new_day_adds_only_its_articles(tmp_path, ray_local):
+    root = str(tmp_path)
+    build(root)
+    before = files(root)
+    unchanged = run(Config(root=root))
+    assert files(root) == before and unchanged.rows_written == 0
+    assert unchanged.metrics["partitions changed"] == 0
+    late = (
+        "late",
+        T + dt.timedelta(days=20),
+        "Zeppelin museum opens",
+        "A zeppelin museum opened by the harbour.",
+    )
+    write_articles(root, [late])
+    added = run(Config(root=root))
+    assert (added.metrics["partitions changed"], added.rows_read, added.rows_written) == (1, 1, 1)
+    assert added.metrics["rows in the index"] == len(PROBES)  # 6 dated + the new one
+    hits = ArticleIndex(root).search("zeppelin museum", T + dt.timedelta(days=30), k=1, mode="bm25")
+    assert [h.doc_id for h in hits] == ["late"]
+
+
+@pytest.mark.s3
+def test_cutoff_probes_on_s3(s3_root, ray_local):
+    build(s3_root)
+    probe(s3_root)
+    assert run(Config(root=s3_root)).rows_written == 0
+
+
+def test_search_command_line(local_root, tmp_path, capsys):
+    search.main(["--root", local_root, "--cutoff", "2024-03-01T12:00:00", "--mode", "bm25", "zeppelin"])
+    out = capsys.readouterr().out
+    assert "2 hits before 2024-03-01T12:00:00+00:00 (bm25)" in out and "Zeppelin hangar to reopen" in out
+    assert "Zeppelin hangar reopens" not in out
+    (tmp_path / "corpus").mkdir()
+    with pytest.raises(SystemExit) as done:
+        search.main(["--root", str(tmp_path), "--cutoff", "2024-03-01", "zeppelin"])
+    assert done.value.code == 2 and "python -m pipelines.index" in capsys.readouterr().err
