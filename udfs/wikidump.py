@@ -9,7 +9,7 @@ A dump is split into **chunks**, byte ranges that a task reads on its own:
   only, the next stream is read from its offset;
 - a multistream *part file* (``…-multistream1.xml-p1p41242.bz2``) is a chunk of its own, or is
   split the same way when its index (``…-multistream-index1.txt-p1p41242.bz2``) is at hand;
-- any other file (a plain ``.xml``, a single-stream ``.xml.bz2``) is one chunk: bz2 cannot be
+- any other file (a plain ``.xml``, a single-stream ``.xml.bz2``, an ``.xml.gz``) is one chunk: bz2 cannot be
   entered in the middle of a stream.
 
 Pages are cut from the decompressed bytes at ``<page>`` / ``</page>`` (element text is escaped
@@ -25,9 +25,10 @@ import html
 import posixpath
 import re
 import xml.etree.ElementTree as ET
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 BLOCK = 1 << 20  # bytes read (and decompressed) at a time
 PAGE_OPEN, PAGE_CLOSE = b"<page>", b"</page>"
@@ -109,22 +110,22 @@ def _limited(source: BinaryIO, length: int | None) -> Iterator[bytes]:
         yield block
 
 
-def _decompressed(blocks: Iterator[bytes]) -> Iterator[bytes]:
-    """The bz2 streams of compressed blocks, decompressed one after the other; zero bytes after
-    the last stream are padding. Data that ends inside a stream is an ``EOFError``."""
-    decoder: bz2.BZ2Decompressor | None = None  # None: between streams
+def _decompressed(blocks: Iterator[bytes], gzip: bool = False) -> Iterator[bytes]:
+    """The bz2 streams (or gzip members) of compressed blocks, decompressed one after the other;
+    zero bytes after the last one are padding. Data that ends inside a stream is an ``EOFError``."""
+    decoder: Any = None  # None: between streams
     for block in blocks:
         while block:
             if decoder is None:
                 if not block.strip(b"\0"):
                     break
-                decoder = bz2.BZ2Decompressor()
+                decoder = zlib.decompressobj(wbits=31) if gzip else bz2.BZ2Decompressor()
             out = decoder.decompress(block)
             if out:
                 yield out
             block, decoder = (decoder.unused_data, None) if decoder.eof else (b"", decoder)
     if decoder is not None:
-        raise EOFError("the compressed data ends inside a bz2 stream")
+        raise EOFError("the compressed data ends inside a stream")
 
 
 def pages_of(blocks: Iterator[bytes]) -> Iterator[bytes]:
@@ -151,7 +152,7 @@ def chunk_pages(chunk: Chunk, opener: Callable[[str], BinaryIO]) -> Iterator[byt
     """Every page of a chunk, as XML bytes. A stream that fails to decompress raises
     ``DumpDamageError`` after the pages read before it — except in a chunk with known stream offsets,
     where reading resumes at the next stream and the damage is raised at the end."""
-    compressed = chunk.uri.endswith(".bz2")
+    codec = next((c for c in (".bz2", ".gz") if chunk.uri.endswith(c)), None)
     seen = 0
     damage: list[str] = []
     bounds = list(chunk.streams) or [chunk.start]
@@ -161,10 +162,11 @@ def chunk_pages(chunk: Chunk, opener: Callable[[str], BinaryIO]) -> Iterator[byt
             source.seek(start)
             blocks = _limited(source, None if end is None else end - start)
             try:
-                for page in pages_of(_decompressed(blocks) if compressed else blocks):
+                data = _decompressed(blocks, gzip=codec == ".gz") if codec else blocks
+                for page in pages_of(data):
                     seen += 1
                     yield page
-            except (OSError, EOFError, ValueError) as exc:
+            except (OSError, EOFError, ValueError, zlib.error) as exc:
                 where = f"stream at byte {start}" if chunk.streams else f"bytes from {start}"
                 damage.append(f"{where}: {type(exc).__name__}: {exc}")
                 if not chunk.streams:

@@ -4,6 +4,7 @@ that loses only its own stream, and the fields of one page."""
 from __future__ import annotations
 
 import bz2
+import gzip
 import itertools
 import random
 from pathlib import Path
@@ -115,7 +116,8 @@ def test_a_truncated_single_stream_keeps_the_pages_before_the_damage(tmp_path):
         ("random.xml.bz2", random.Random(5).randbytes(3000), True),
         ("empty.xml", b"", False),
         ("no-pages.xml", b"<mediawiki><siteinfo><sitename>W</sitename></siteinfo></mediawiki>", False),
-        ("plain.warc.gz", b"WARC/1.0\r\nWARC-Type: warcinfo\r\n\r\n", False),
+        ("crawl.warc.gz", gzip.compress(b"WARC/1.0\r\nWARC-Type: warcinfo\r\n\r\n"), False),
+        ("not-gzip.xml.gz", b"<mediawiki><page><title>A</title></page></mediawiki>", True),
     ],
 )
 def test_files_without_pages(tmp_path, name, data, damaged):
@@ -166,3 +168,14 @@ def test_a_malformed_page_names_its_error_and_title():
     assert record["title"] == "Broken" and "mismatched tag" in record["malformed"]
     record = wikidump.page_record(b"<page><title>Bad id</title><ns>0</ns><id>x1</id></page>")
     assert record["title"] == "Bad id" and "invalid literal" in record["malformed"]
+
+
+def test_a_gzip_export_is_read_member_by_member_and_a_cut_one_is_damage(tmp_path):
+    members = [gzip.compress(b"<mediawiki>\n" + page(0) + page(1)), gzip.compress(page(2) + b"</mediawiki>")]
+    path = tmp_path / "export.xml.gz"
+    path.write_bytes(b"".join(members))
+    assert titles(read_all(Chunk(str(path), 0, None))) == ["Page 0", "Page 1", "Page 2"]
+    path.write_bytes(members[0] + members[1][: len(members[1]) // 2])
+    with pytest.raises(DumpDamageError) as caught:
+        read_all(Chunk(str(path), 0, None))
+    assert caught.value.pages == 2
