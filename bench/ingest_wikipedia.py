@@ -1,6 +1,6 @@
 """Pages per second per core: the ingest_wikipedia Spark job against a plain mwparserfromhell loop.
 
-    python -m bench.ingest_wikipedia [--pages 1600]
+    python -m bench.ingest_wikipedia [--pages 2400]
 
 Input: a multistream dump and its index, written under a temporary directory the way Wikimedia
 packs them (100 pages per bz2 stream) from the 32 real pages of the two sample dumps, repeated
@@ -118,7 +118,7 @@ def _figures(pages: int, seconds: float, cpu: float, cores: int) -> dict[str, An
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.ingest_wikipedia", description=__doc__.split("\n\n")[0])
-    p.add_argument("--pages", type=int, default=1600, help="pages in the generated dump")
+    p.add_argument("--pages", type=int, default=2400, help="pages in the generated dump")
     args = p.parse_args(argv)
     result: dict[str, Any] = {"when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
     with tempfile.TemporaryDirectory(prefix="augury-bench-") as tmp:
