@@ -106,6 +106,13 @@ def test_a_rerun_writes_nothing_and_a_new_day_adds_only_its_articles(tmp_path, r
     assert added.metrics["rows in the index"] == len(PROBES)  # 6 dated + the new one
     hits = ArticleIndex(root).search("zeppelin museum", T + dt.timedelta(days=30), k=1, mode="bm25")
     assert [h.doc_id for h in hits] == ["late"]
+    rewritten = ("late-v2", late[1], "Airship museum opens", "An airship museum opened by the quay.")
+    write_articles(root, [rewritten])  # the same day's partition, replaced
+    changed = run(Config(root=root))
+    assert (changed.metrics["partitions changed"], changed.rows_written) == (1, 1)
+    assert changed.metrics["rows in the index"] == len(PROBES)
+    hits = ArticleIndex(root).search("museum", T + dt.timedelta(days=30), k=10, mode="bm25")
+    assert [h.doc_id for h in hits] == ["late-v2"]
 
 
 @pytest.mark.s3
