@@ -69,21 +69,42 @@ def _sentences(text: str) -> list[str]:
     return [s for s in re.split(r"(?<=[.!?])\s+", " ".join(text.split())) if len(s.split()) >= 5]
 
 
-def _words(text: str, n: int) -> str:
-    return " ".join(re.sub(r"[^\w\s]", " ", text).split()[:n])
+def _words(text: str, n: int, digits: bool = True) -> str:
+    """The first ``n`` words of ``text`` without punctuation, each no longer than a word of the
+    declared answer forms (``udfs.tcelongbench.outputs``), optionally without digits."""
+    words = [
+        w
+        for w in re.sub(r"[^\w\s]", " ", text).split()
+        if len(w) <= 15 and (digits or not re.search(r"\d", w))
+    ]
+    return " ".join(words[:n])
+
+
+def _sentence(text: str, n: int) -> str:
+    """The first ``n`` words of ``text`` no longer than a declared word (punctuation kept), ending
+    in a full stop."""
+    words = " ".join(w for w in text.split() if len(w) <= 15).split()[:n]
+    return " ".join(words).rstrip(".!?") + "."
 
 
 SCRIPT = {
-    "tcelongbench.article_summary": lambda v: " " + " ".join(_sentences(v["text"])[:3]),
-    "tcelongbench.day_summary": lambda v: " " + " ".join(_sentences(s)[0] for s in v["summaries"]),
-    "tcelongbench.key_points": lambda v: " " + "\n* ".join(_sentences(v["summary"])[:4]),
+    "tcelongbench.article_summary": lambda v: (
+        " " + " ".join(_sentence(s, 20) for s in _sentences(v["text"])[:3])
+    ),
+    "tcelongbench.day_summary": lambda v: (
+        " " + " ".join(_sentence(_sentences(s)[0], 20) for s in v["summaries"])
+    ),
+    "tcelongbench.key_points": lambda v: (
+        " " + "\n* ".join(_sentence(s, 12) for s in _sentences(v["summary"])[:4])
+    ),
     "tcelongbench.detail_qa": lambda v: (
         f" What happened when {_words(v['point'], 9)}? Answer: {_words(v['point'], 4)}"
     ),
     "tcelongbench.forecast_qa": lambda v: (
-        f" What will follow after {v['day']} once {_words(v['point'], 9)}? Answer: {_words(v['point'], 4)}"
+        f" What will follow once {_words(v['point'], 9, digits=False)} after {v['day']}?"
+        f" Answer: {_words(v['point'], 4)}"
     ),
-    "tcelongbench.evidence": lambda v: f" is correct. {_sentences(v['article'])[0]}",
+    "tcelongbench.evidence": lambda v: f" is correct. {_sentence(_sentences(v['article'])[0], 30)}",
     "tcelongbench.distractors": lambda v: (
         " A delay announced by the city council\n(c) A protest by farmers in the north\n"
         "(d) A new trade agreement with Japan"
@@ -91,7 +112,7 @@ SCRIPT = {
     "tcelongbench.forecast_check": lambda v: " A. Q2: B",
     "tcelongbench.order_check": lambda v: " A. Q2: A",
     "tcelongbench.entities": lambda v: (
-        "\nDATE: Monday\n" + "\n".join(f"GPE: {w}" for w in re.findall(r"\b[A-Z][a-z]{3,}\b", v["point"])[1:])
+        "\nDATE: Monday" + "".join(f"\nGPE: {w}" for w in re.findall(r"\b[A-Z][a-z]{3,}\b", v["point"])[1:8])
     ),
 }
 
