@@ -17,8 +17,10 @@ import pytest
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.ledger import REJECTED_SCHEMA, read_rejected
 from pipelines.tcelongbench import Config, run
+from pipelines.tcelongbench.stages import llm_stages
 from udfs import storage
 from udfs.ids import stable_id
+from udfs.llm_parsing import check_output
 from udfs.schemas import ARTICLES
 from udfs.urls import norm_url
 
@@ -256,13 +258,15 @@ LLM_STAGES = (
 
 @pytest.mark.llm
 def test_real_model_build_completes_every_stage(tmp_path, shared_data, ray_local):
-    """One TCE of 3 days x 1 article, short inputs and outputs: every stage completes, the base
-    model's unusable answers become rejected rows with reasons, and counts reconcile."""
+    """One TCE of 3 days x 1 article, short inputs and the demo's 32 new tokens: every stage
+    completes, the base model's unusable answers become rejected rows with reasons, counts
+    reconcile, every kept answer validates against the form it was declared with, and the
+    question generators give a non-empty candidate table before the Evidence check."""
     root = str(tmp_path)
     write_reportedly_articles(root, shared_data)
     config = Config(
         root=root,
-        llm=LLMConfig(max_new_tokens=24),
+        llm=LLMConfig(max_new_tokens=32),
         limit=1,
         max_articles_per_day=1,
         max_article_words=100,
@@ -285,3 +289,14 @@ def test_real_model_build_completes_every_stage(tmp_path, shared_data, ray_local
         assert storage.is_done(uri), name
     assert by_name["key_points"].rows_read >= 1
     assert result.card["llm_cost"]["total"]["requests_computed"] >= 3
+
+    stages = llm_stages(config)
+    for name in LLM_STAGES:
+        out = storage.read_table(storage.join(root, "tcelongbench", name, "output")).to_pylist()
+        for row in (r for r in out if r["parse_ok"]):
+            form = stages[name].structured
+            if stages[name].structured_column:
+                form = json.loads(row[stages[name].structured_column])
+            check_output(form, row["raw_text"])
+    assert by_name["question_rules"].rows_read >= 1, "no candidate question before the checks"
+    assert by_name["detail_qa"].rows_written + by_name["forecast_qa"].rows_written >= 1

@@ -62,6 +62,8 @@ def test_every_declared_query_list_parses(text):
         ('Query", "Step"]', False),
         ('oil price", "Brent crude"', False),  # not closed: cut by max_tokens
         ('1000000000000"]', False),  # a run of digits eats one token per digit
+        ('job-posting- 2024"]', False),  # hyphen chains cost a token a piece
+        ('entity-id"]', False),
         ('a", "b", "c", "d"]', False),  # more items than asked
         ('Fed" ]', False),
         ('"Fed"]', False),

@@ -4,8 +4,9 @@ Each form is exactly what the stage's parser accepts, bounded so that an answer 
 the stage's token budget (a constrained answer cut by ``max_tokens`` still fails):
 
 - query lists (a)–(c): the rest of the JSON list the answer prefix opens (``Output: ["``), one
-  to ``items`` strings of at most ``words`` words, then ``]``. Words are letter words or short
-  numbers, so JSON needs no escapes; an item never starts with a word of the prompt's format
+  to ``items`` strings of at most ``words`` words, then ``]``. Words are letter words (letters and
+  ``' . &``; no hyphen chains, which cost a token a piece) or numbers of up to four digits, so JSON
+  needs no escapes; an item never starts with a word of the prompt's format
   example ("entity", "event", "query", "step"), so a copied placeholder ("event 1") cannot occur;
 - relevance (d): one line of thoughts, then ``Rating: <1-6>`` on a line of its own;
 - verbalized CIL terms (e)/(f): reasoning without asterisks, then the paper's ``*0.xx*``.
@@ -24,8 +25,8 @@ TOKENS_PER_WORD = 2
 ENTITY_ITEMS, ENTITY_WORDS = 8, 5  # prompt (a) asks for no count; "at most 5 words" each
 PLACEHOLDER_WORDS = ("entity", "event", "query", "step")
 WORD_CHARS = 12  # the longest letter word
-_EXTRA = "'.&-"  # what a letter word may hold after its first letter, besides letters
-_NUMBER = r"[0-9][0-9.,%-]{0,3}"
+_EXTRA = "'.&"  # what a letter word may hold after its first letter, besides letters
+_NUMBER = r"[0-9]{1,4}"  # a digit costs a token
 _PROBABILITY = r"\*(0(\.[0-9]{1,2})?|1(\.0{1,2})?)\*"
 
 
