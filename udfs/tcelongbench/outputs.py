@@ -82,7 +82,7 @@ def forecast_regex(tokens: int, day: str | None = None) -> str:
     answer. Without ``day`` any ``YYYY-MM-DD`` date stands in (the prompt file's form)."""
     date = re.escape(day) if day else DAY_PATTERN
     rest = tokens - 2 - 1 - 10 - 4  # opener, time word, a date's characters, "? Answer:"
-    answer = _clamp(rest / 8, 1, 10)
+    answer = _clamp(rest / 6, 1, 10)
     words = _clamp((rest - TOKENS_PER_WORD * answer) / TOKENS_PER_WORD, 1, 24)
     openers = "|".join(FORECAST_OPENERS)
     times = "|".join(TIME_WORDS)
