@@ -47,7 +47,7 @@ def test_generated_evidence_stages_keep_declared_answers(ray_local, root_with_co
             str(questions / "forecastbench_2024-07-21-human.json"),
             str(questions / "forecastbench_2024-07-21_resolution_set.json"),
         ),
-        question_ids=("CBRE@2024-07-28",),
+        question_ids=("IHLIDXUS@2024-07-28",),
         llm=LLMConfig(batch_size=8, max_new_tokens=16),
         rating="generate",
         num_queries=2,
