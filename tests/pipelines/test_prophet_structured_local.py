@@ -76,8 +76,8 @@ def test_generated_evidence_stages_keep_declared_answers(ray_local, root_with_co
 
 
 def test_verbalized_cil_terms_answer_in_the_declared_form(ray_local, root_with_corpus):
-    """The verbalized estimator at 16 new tokens on one real article (K = 0: one joint term and
-    the two conditional terms): sampled answers end in ``*0.xx*`` inside the budget."""
+    """The verbalized estimator at 16 new tokens on one real article (K = 0: the two conditional
+    terms, r = 2 each): sampled answers end in ``*0.xx*`` inside the budget."""
     articles = ARTICLES.read(root_with_corpus, columns=["article_id", "title", "text", "published_at"])
     first = min((r for r in articles.to_pylist() if r["published_at"]), key=lambda r: r["published_at"])
     plan = plan_question(
@@ -101,7 +101,7 @@ def test_verbalized_cil_terms_answer_in_the_declared_form(ray_local, root_with_c
     joint_rows = runner.run(joint_stage, joints).to_pylist()
     conditional_rows = runner.run(conditional_stage, conditionals).to_pylist()
     rows = joint_rows + conditional_rows
-    assert len(rows) == 2 * (1 + 2)
+    assert len(rows) == 2 * (joints.num_rows + conditionals.num_rows) >= 4
     assert joint_stage.structured == conditional_stage.structured
     kept = validated(rows, joint_stage.structured)
     assert len(kept) >= len(rows) - 1, [r["raw_text"] for r in rows]
