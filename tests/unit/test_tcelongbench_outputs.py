@@ -70,11 +70,18 @@ def test_declared_forecast_questions_pass_the_hard_rules_but_before(text):
     assert set(qa.forecast_question_problems(question, "2015-09-17")) <= {"before"}
 
 
+@pytest.mark.parametrize("word", ["G20", "13,000.", "2015-09-17", "1990s", "24-year-old", "COVID-19", "3.5%"])
+def test_words_may_hold_short_numbers(word):
+    check_output({"regex": outputs.FORMS["distractors"](80)}, f" {word}\n(c) {word} x\n(d) {word} y")
+
+
 def test_the_shapes_follow_the_budget():
-    assert outputs.key_points_regex(32).count("\\n\\*") == 1  # 2 points: one more after the prefix's
+    assert "\\n\\*" not in outputs.key_points_regex(32)  # one point of up to 15 words
+    assert outputs.key_points_regex(48).count("\\n\\*") == 1  # two points
     assert "{1,8}" in outputs.entities_regex(80) and "{1,4}" in outputs.entities_regex(32)
-    with pytest.raises(ParseError):  # a third point does not fit 32 tokens
-        check_output({"regex": outputs.key_points_regex(32)}, " a b c\n* d e f\n* g h i")
+    with pytest.raises(ParseError):  # a second point does not fit 32 tokens
+        check_output({"regex": outputs.key_points_regex(32)}, " a b c\n* d e f")
+    check_output({"regex": outputs.key_points_regex(32)}, " " + " ".join(["word"] * 15))
 
 
 @pytest.mark.parametrize(
@@ -90,6 +97,7 @@ def test_the_shapes_follow_the_budget():
         ("evidence", " is right. The train stopped at Bicske."),
         ("evidence", " is correct. The train stopped at Bicske"),
         ("distractors", " One\n(d) Two\n(c) Three"),
+        ("distractors", " 100000000000000\n(c) 1\n(d) 2"),  # a digit run: one token a digit
         ("entities", "\nMONEY: 5 dollars"),
         ("forecast_check", " D. Q2: A"),
         ("order_check", " A Q2: A"),

@@ -3,7 +3,8 @@
 Each form is exactly what the stage's parser accepts (read after the prompt's answer prefix),
 and is bounded so that an answer finishes inside the stage's token budget: a constrained answer
 cut by ``max_tokens`` still fails. Text is bounded in words of at most ``WORD_CHARS`` characters,
-``TOKENS_PER_WORD`` tokens each (English averages about 1.3); a date costs a token per character.
+``TOKENS_PER_WORD`` tokens each (English averages about 1.3); a digit costs a token, so numbers
+are groups of at most four digits (no "100000000000" runs), and a date costs ten tokens.
 
 - summaries: one paragraph of 5 or more words;
 - key points: one to ``points`` bullets (the prefix opens the first ``*``) of 3 or more words;
@@ -33,10 +34,21 @@ ENTITY_LABELS = ("PERSON", "NORP", "ORG", "GPE", "LOC", "FAC", "EVENT", "LAW", "
 DAY_PATTERN = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"  # the prompt file's stand-in for a row's day
 TIME_WORDS = ("in", "by", "after", "on")
 VOTES = r" [ABC]\. Q2: [ABC]"
-_WORD = f"[^\\s]{{1,{WORD_CHARS}}}"
-_QWORD = f"[^\\s?]{{1,{WORD_CHARS}}}"  # a question word: the first "?" ends the question
+_NUMBER = "[0-9]{1,4}([,.:/-][0-9]{1,4}){0,2}"  # digit groups: a digit costs a token
+
+
+def _word(other: str, head: str | None = None) -> str:
+    """A word: up to ``WORD_CHARS`` characters of ``other`` (a class without digits; the first of
+    ``head`` if given), or a number of at most three groups of at most four digits with a few of
+    those characters before and after it ("G20", "13,000.", "2015-09-17", "1990s")."""
+    first = head or other
+    return f"({first}{other}{{0,{WORD_CHARS - 1}}}|({first}{other}{{0,9}})?{_NUMBER}{other}{{0,10}})"
+
+
+_WORD = _word("[^\\s0-9]")
+_QWORD = _word("[^\\s?0-9]")  # a question word: the first "?" ends the question
 _FWORD = f"[^\\s?0-9]{{1,{WORD_CHARS}}}"  # a forecast question's word: its day is its only number
-_FIRST = f"[A-Za-z0-9][^\\s]{{0,{WORD_CHARS - 1}}}"  # starts with a letter or digit: never empty
+_FIRST = _word("[^\\s0-9]", head="[A-Za-z]")  # starts with a letter or digit: never empty
 
 
 def _clamp(value: float, low: int, high: int) -> int:
@@ -60,7 +72,7 @@ def summary_regex(tokens: int) -> str:
 
 def key_points_regex(tokens: int) -> str:
     """One to ``points`` bullets of 3 or more words; the prefix opens the first ``*``."""
-    points = _clamp(tokens / 16, 1, 8)
+    points = _clamp(tokens / 24, 1, 8)
     words = _clamp((tokens / points - 2) / TOKENS_PER_WORD, 3, 24)
     point = " " + _words(_WORD, _WORD, 3, words)
     return point + (f"(\\n\\*{point}){{0,{points - 1}}}" if points > 1 else "")
