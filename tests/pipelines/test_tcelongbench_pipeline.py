@@ -100,7 +100,7 @@ SCRIPT = {
         " " + "\n* ".join(_sentence(s, 12) for s in _sentences(v["summary"])[:4])
     ),
     "tcelongbench.detail_qa": lambda v: (
-        f" What happened when {_words(v['point'], 9)}? Answer: {_words(v['point'], 4)}"
+        f" What happened when {_words(v['point'], 9, digits=False)}? Answer: {_words(v['point'], 4)}"
     ),
     "tcelongbench.forecast_qa": lambda v: (
         f" What will follow once {_words(v['point'], 9, digits=False)} after {v['day']}?"

@@ -91,6 +91,7 @@ def test_the_shapes_follow_the_budget():
         ("article_summary", " First paragraph is long enough.\n\nSecond one."),
         ("key_points", " Fine point here\n*\n* Another good point"),
         ("detail_qa", " Who? Answer: X"),
+        ("detail_qa", " Why was the army forced to send:A.1000,000,000,B.? Answer: X"),
         ("detail_qa", " Who stopped the train? Answer: "),
         ("detail_qa", " Who stopped the train? Answer: The police\nMore"),
         ("evidence", " is correct."),

@@ -46,7 +46,9 @@ def _word(other: str, head: str | None = None) -> str:
 
 
 _WORD = _word("[^\\s0-9]")
-_QWORD = _word("[^\\s?0-9]")  # a question word: the first "?" ends the question
+# A question word: no "?" (the first one ends the question), numbers of one group with a short
+# suffix ("1990s", "15th"): questions rarely need more, and digits eat the budget.
+_QWORD = f"([^\\s?0-9]{{1,{WORD_CHARS}}}|[0-9]{{1,4}}[^\\s?0-9]{{0,3}})"
 _FWORD = f"[^\\s?0-9]{{1,{WORD_CHARS}}}"  # a forecast question's word: its day is its only number
 _FIRST = _word("[^\\s0-9]", head="[A-Za-z]")  # starts with a letter or digit: never empty
 
