@@ -5,7 +5,10 @@
 - ``joint`` / ``conditional``: the CIL terms of the configured estimator and layout, r samples.
 
 Generated answers are capped by ``--max-new-tokens`` (``LLMConfig.max_new_tokens``, applied by
-the stage runner). Input cuts are in words (``udfs.text.first_words``); an empty background or
+the stage runner). Every generated and verbalized stage declares its answer form for that budget
+(``udfs.prophet.outputs``): the prompt file declares it for the prompt's own ``max_tokens`` and
+the default options, the stage narrows it to the options and the cap of the run, so an answer
+the engine constrains always ends inside its budget. Input cuts are in words (``udfs.text.first_words``); an empty background or
 resolution criteria is shown as ``(none)``.
 """
 
@@ -19,6 +22,8 @@ import pyarrow as pa
 
 from pipelines.llm.stage import LLMStage
 from pipelines.prophet.config import Config
+from udfs.prompts import load_prompt
+from udfs.prophet import outputs
 from udfs.prophet.layout import PromptArticle, conditional_variables, joint_variables, prompt_ids, snippet
 from udfs.prophet.parsing import parse_query_list, parse_rating
 from udfs.prophet.plan import ConditionalTerm, JointTerm
@@ -31,6 +36,11 @@ QUERY_PROMPTS = {
 }
 QUERIES_PARSED = pa.schema([pa.field("queries", pa.list_(pa.string()))])
 RATING_PARSED = pa.schema([pa.field("rating", pa.int32())])
+
+
+def answer_budget(prompt_id: str, config: Config) -> int:
+    """The tokens a stage's answer may take: the prompt's ``max_tokens`` under ``--max-new-tokens``."""
+    return outputs.budget(load_prompt(prompt_id).sampling["max_tokens"], config.llm.max_new_tokens)
 
 
 def query_stage(kind: str, config: Config) -> LLMStage:
@@ -46,6 +56,12 @@ def query_stage(kind: str, config: Config) -> LLMStage:
             "max_words": config.max_words,
         }
 
+    items, words = (
+        (outputs.ENTITY_ITEMS, outputs.ENTITY_WORDS)
+        if kind == "entities"
+        else (config.num_queries, config.max_words)
+    )
+    tokens = answer_budget(QUERY_PROMPTS[kind], config)
     return LLMStage(
         f"query_{kind}",
         QUERY_PROMPTS[kind],
@@ -53,6 +69,7 @@ def query_stage(kind: str, config: Config) -> LLMStage:
         parsed_schema=QUERIES_PARSED,
         variables=variables,
         seed=config.seed,
+        structured={"regex": outputs.query_regex(items, words, tokens)},
     )
 
 
@@ -79,6 +96,7 @@ def relevance_stage(
             parsed_schema=RATING_PARSED,
             variables=variables,
             seed=config.seed,
+            structured={"regex": outputs.rating_regex(answer_budget("prophet.relevance", config))},
         )
     return LLMStage("relevance", "prophet.relevance_score", variables=variables, seed=config.seed)
 
@@ -98,9 +116,27 @@ def cil_stages(
         term = ConditionalTerm(row["article_id"], row["bin"], row["x"], tuple(row["window_ids"]), row["bits"])
         return conditional_variables(term, articles, question_texts[row["question_id"]], config.layout)
 
+    def declared(prompt_id: str) -> dict[str, str] | None:
+        """The verbalized answer form for the stage's budget (none for Yes/No choice prompts)."""
+        if config.estimator != "verbalized":
+            return None
+        return {"regex": outputs.verbalized_regex(answer_budget(prompt_id, config))}
+
     return (
-        LLMStage("joint", joint_id, variables=joint_vars, samples=config.r, seed=config.seed),
         LLMStage(
-            "conditional", conditional_id, variables=conditional_vars, samples=config.r, seed=config.seed
+            "joint",
+            joint_id,
+            variables=joint_vars,
+            samples=config.r,
+            seed=config.seed,
+            structured=declared(joint_id),
+        ),
+        LLMStage(
+            "conditional",
+            conditional_id,
+            variables=conditional_vars,
+            samples=config.r,
+            seed=config.seed,
+            structured=declared(conditional_id),
         ),
     )

@@ -52,7 +52,7 @@ def run(config: Config) -> Result:
     kept = [p for p in key_points if p["status"] == "kept"]
     outline.attach_gold_articles(config, kept, events)
 
-    candidates = questions.generate(ledger, stages, kept, events)  # S6
+    candidates = questions.generate(config, ledger, stages, kept, events)  # S6
     verified = questions.verify_evidence(config, ledger, stages["evidence"], candidates)
     with_choices = questions.add_distractors(config, ledger, stages["distractors"], verified, events)
     plausible = questions.check_plausible(config, ledger, with_choices)

@@ -14,11 +14,12 @@ from pipelines.llm.ledger import Ledger
 from pipelines.llm.stage import LLMStage
 from pipelines.tcelongbench.config import Config
 from pipelines.tcelongbench.formation import Events
+from pipelines.tcelongbench.stages import FORECAST_FORM, answer_budget
 from udfs.embeddings import embed
 from udfs.ids import stable_id, stable_seed
 from udfs.llm_rows import OUTPUT_COLUMNS
 from udfs.report import RunSummary
-from udfs.tcelongbench import qa, verify
+from udfs.tcelongbench import outputs, qa, verify
 from udfs.tcelongbench.tables import DETAIL, FORECAST
 
 
@@ -36,7 +37,11 @@ def drop_question(
 
 
 def generate(
-    ledger: Ledger, stages: dict[str, LLMStage], points: list[dict[str, Any]], events: Events
+    config: Config,
+    ledger: Ledger,
+    stages: dict[str, LLMStage],
+    points: list[dict[str, Any]],
+    events: Events,
 ) -> list[dict[str, Any]]:
     """One question per kept point: detail from days 1..n-1, forecast from day n. No question may
     repeat a few-shot example of its prompt; forecast questions must pass the hard rules (opener,
@@ -60,9 +65,12 @@ def generate(
         }
 
     last = {t["tce_id"]: t["n"] for t in events.tces}
+    forecast_tokens = answer_budget(stages["forecast_qa"].prompt_id, config)
     found = []
     for task in (DETAIL, FORECAST):
         rows = [row(p, task) for p in points if (p["k"] == last[p["tce_id"]]) == (task == FORECAST)]
+        if task == FORECAST:  # the declared form holds the row's own day
+            rows = [{**r, FORECAST_FORM: outputs.forecast_output(forecast_tokens, r["day"])} for r in rows]
         out = ledger.run(
             stages[f"{task}_qa"], rows, unit="question", id_column="qa_id", parent_column="tce_id"
         )

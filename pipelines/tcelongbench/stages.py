@@ -4,6 +4,11 @@ Every prompt opens the assistant turn with an answer prefix (``Question:``, ``Q1
 ``* `` …) that its parser reads (``parse_prefix``), except the two summaries. Generation length
 is the prompt's own ``max_tokens``, capped by ``--max-new-tokens`` in the stage runner; the two
 voting checks are ``verify_rounds`` samples of one request with distinct seeds.
+
+Every stage declares its answer form (``udfs.tcelongbench.outputs``) for its token budget: the
+prompt file declares it for the prompt's own ``max_tokens``, the stage narrows it to the cap of
+the run, so a constrained answer always ends inside its budget. Forecast questions carry a form
+per row (``FORECAST_FORM``), with the row's own day.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ import pyarrow as pa
 
 from pipelines.llm.stage import LLMStage, Parser
 from pipelines.tcelongbench.config import Config
-from udfs.tcelongbench import order, outline, qa, verify
+from udfs.prompts import load_prompt
+from udfs.tcelongbench import order, outline, outputs, qa, verify
 from udfs.tcelongbench.tables import NAME
 
 
@@ -29,6 +35,12 @@ EVIDENCE = _columns(("evidence_pass", pa.bool_()), ("evidence_sentence", pa.stri
 DISTRACTORS = _columns(*((f"distractor_{x}", pa.string()) for x in "bcd"))
 VOTES = _columns(("q1", pa.string()), ("q2", pa.string()))
 ENTITIES = _columns(("entities", pa.list_(pa.string())))
+FORECAST_FORM = "answer_form"  # the column of a forecast row's declared answer form
+
+
+def answer_budget(prompt_id: str, config: Config) -> int:
+    """The tokens a stage's answer may take: the prompt's ``max_tokens`` under ``--max-new-tokens``."""
+    return outputs.budget(load_prompt(prompt_id).sampling["max_tokens"], config.llm.max_new_tokens)
 
 
 def llm_stages(config: Config) -> dict[str, LLMStage]:
@@ -36,6 +48,9 @@ def llm_stages(config: Config) -> dict[str, LLMStage]:
 
     def stage(name: str, parser: Parser, schema: pa.Schema, prompt: str | None = None, **kw: Any) -> LLMStage:
         kw.setdefault("parse_prefix", True)
+        prompt_id = f"{NAME}.{prompt or name}"
+        form = outputs.FORMS[prompt or name](answer_budget(prompt_id, config))
+        kw.setdefault("structured", {"regex": form})
         return LLMStage(
             name, f"{NAME}.{prompt or name}", parser=parser, parsed_schema=schema, seed=config.seed, **kw
         )
@@ -46,7 +61,7 @@ def llm_stages(config: Config) -> dict[str, LLMStage]:
         "day_summary": stage("day_summary", outline.parse_summary, SUMMARY, parse_prefix=False),
         "key_points": stage("key_points", outline.parse_key_points, POINTS),
         "detail_qa": stage("detail_qa", qa.parse_qa, QA_FIELDS),
-        "forecast_qa": stage("forecast_qa", qa.parse_qa, QA_FIELDS),
+        "forecast_qa": stage("forecast_qa", qa.parse_qa, QA_FIELDS, structured_column=FORECAST_FORM),
         "evidence": stage("evidence", qa.parse_evidence, EVIDENCE),
         "distractors": stage("distractors", qa.parse_distractors, DISTRACTORS),
         "forecast_votes": stage(

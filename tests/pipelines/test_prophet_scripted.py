@@ -121,6 +121,11 @@ def unit(*parts: object) -> float:
     return int(hashlib.sha256(repr(parts).encode()).hexdigest()[:13], 16) / 16**13
 
 
+def prob(*parts: object) -> float:
+    """A stand-in probability in the paper's ``*0.xx*`` form: two decimals in [0.01, 0.99]."""
+    return round(0.01 + 0.98 * unit(*parts), 2)
+
+
 def ident(text: str) -> str:
     return re.search(r"Report (\w+)", text).group(1)
 
@@ -132,11 +137,11 @@ def statuses(v: dict) -> dict[str, int]:
 
 
 def joint_p(v: dict) -> float:
-    return unit("joint", sorted(statuses(v).items()))
+    return prob("joint", sorted(statuses(v).items()))
 
 
 def conditional_p(v: dict) -> float:
-    return unit("cond", ident(v["focal"]["text"]), bool(v["focal_happened"]), sorted(statuses(v).items()))
+    return prob("cond", ident(v["focal"]["text"]), bool(v["focal_happened"]), sorted(statuses(v).items()))
 
 
 def rating_of(v: dict) -> int:
@@ -144,7 +149,7 @@ def rating_of(v: dict) -> int:
     return 1 if name == "A8" else 2 + int(unit("rating", name) * 5)
 
 
-QUERIES = 'Port Elm strike", "harbor workers wages'
+QUERIES = 'Port Elm strike", "harbor workers wages"]'
 
 
 def scripted(failures_dir: Path | None = None) -> LLMConfig:
@@ -152,7 +157,7 @@ def scripted(failures_dir: Path | None = None) -> LLMConfig:
     conditional prompt is malformed the first time it is seen (a marker file remembers it)."""
 
     def once_malformed(v: dict) -> str:
-        good = f"Weighing the reasons. *{conditional_p(v):.17f}*"
+        good = f"Weighing the reasons. *{conditional_p(v):.2f}*"
         if failures_dir is None:
             return good
         marker = failures_dir / hashlib.sha256(json.dumps(v, sort_keys=True).encode()).hexdigest()
@@ -171,7 +176,7 @@ def scripted(failures_dir: Path | None = None) -> LLMConfig:
             "prophet.relevance_score": lambda v: {str(rating_of(v)): 1.0},
             "prophet.joint_yesno": lambda v: {"Yes": joint_p(v), "No": 1 - joint_p(v)},
             "prophet.conditional_yesno": lambda v: {"Yes": conditional_p(v), "No": 1 - conditional_p(v)},
-            "prophet.joint_grouped": lambda v: f"Plausible. *{joint_p(v):.17f}*",
+            "prophet.joint_grouped": lambda v: f"Plausible. *{joint_p(v):.2f}*",
             "prophet.conditional_grouped": once_malformed,
         },
     )
@@ -205,14 +210,14 @@ def flaky() -> LLMConfig:
     c (needs ``record_requests``)."""
 
     def steps(v: dict) -> str:
-        return "entity 1" if v["_stage"] == "query_steps" else 'dock strike wages", "union talks'
+        return "entity 1" if v["_stage"] == "query_steps" else 'dock strike wages", "union talks"]'
 
     def conditional(v: dict) -> str:
         if v["_slot"] == 1 and v["_stage"] in ("conditional", "conditional_retry1"):
             return "I cannot give a number."
         c = conditional_p(v)
-        d = min(c, 1 - c) / 2
-        return f"Weighing the reasons. *{c + d if v['_slot'] == 1 else c - d:.17f}*"
+        d = round(min(c, 1 - c) / 2, 2)
+        return f"Weighing the reasons. *{c + d if v['_slot'] == 1 else c - d:.2f}*"
 
     base = scripted()
     return dataclasses.replace(
@@ -233,11 +238,11 @@ def direct_cil(evidence: list[dict], answer: int, d: dt.date, w: int, k_max: int
         window = window[:k_max]
         values = list(itertools.product((0, 1), repeat=len(window)))
         assign = [{name[j["article_id"]]: v for j, v in zip(window, a, strict=True)} for a in values]
-        q = [unit("joint", sorted(s.items())) for s in assign]
+        q = [prob("joint", sorted(s.items())) for s in assign]
         pi = [x / sum(q) for x in q]
         do = {}
         for x in (True, False):
-            c = [unit("cond", name[i["article_id"]], x, sorted(s.items())) for s in assign]
+            c = [prob("cond", name[i["article_id"]], x, sorted(s.items())) for s in assign]
             do[x] = sum(p * (cc if answer == 1 else 1 - cc) for p, cc in zip(pi, c, strict=True))
         out[i["article_id"]] = do[True] - do[False]
     return out

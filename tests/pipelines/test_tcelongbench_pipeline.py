@@ -17,8 +17,10 @@ import pytest
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.ledger import REJECTED_SCHEMA, read_rejected
 from pipelines.tcelongbench import Config, run
+from pipelines.tcelongbench.stages import llm_stages
 from udfs import storage
 from udfs.ids import stable_id
+from udfs.llm_parsing import check_output
 from udfs.schemas import ARTICLES
 from udfs.urls import norm_url
 
@@ -69,21 +71,42 @@ def _sentences(text: str) -> list[str]:
     return [s for s in re.split(r"(?<=[.!?])\s+", " ".join(text.split())) if len(s.split()) >= 5]
 
 
-def _words(text: str, n: int) -> str:
-    return " ".join(re.sub(r"[^\w\s]", " ", text).split()[:n])
+def _words(text: str, n: int, digits: bool = True) -> str:
+    """The first ``n`` words of ``text`` without punctuation, each no longer than a word of the
+    declared answer forms (``udfs.tcelongbench.outputs``), optionally without digits."""
+    words = [
+        w
+        for w in re.sub(r"[^\w\s]", " ", text).split()
+        if len(w) <= 15 and (digits or not re.search(r"\d", w))
+    ]
+    return " ".join(words[:n])
+
+
+def _sentence(text: str, n: int) -> str:
+    """The first ``n`` words of ``text`` no longer than a declared word (punctuation kept), ending
+    in a full stop."""
+    words = " ".join(w for w in text.split() if len(w) <= 15).split()[:n]
+    return " ".join(words).rstrip(".!?") + "."
 
 
 SCRIPT = {
-    "tcelongbench.article_summary": lambda v: " " + " ".join(_sentences(v["text"])[:3]),
-    "tcelongbench.day_summary": lambda v: " " + " ".join(_sentences(s)[0] for s in v["summaries"]),
-    "tcelongbench.key_points": lambda v: " " + "\n* ".join(_sentences(v["summary"])[:4]),
+    "tcelongbench.article_summary": lambda v: (
+        " " + " ".join(_sentence(s, 20) for s in _sentences(v["text"])[:3])
+    ),
+    "tcelongbench.day_summary": lambda v: (
+        " " + " ".join(_sentence(_sentences(s)[0], 20) for s in v["summaries"])
+    ),
+    "tcelongbench.key_points": lambda v: (
+        " " + "\n* ".join(_sentence(s, 12) for s in _sentences(v["summary"])[:4])
+    ),
     "tcelongbench.detail_qa": lambda v: (
-        f" What happened when {_words(v['point'], 9)}? Answer: {_words(v['point'], 4)}"
+        f" What happened when {_words(v['point'], 9, digits=False)}? Answer: {_words(v['point'], 4)}"
     ),
     "tcelongbench.forecast_qa": lambda v: (
-        f" What will follow after {v['day']} once {_words(v['point'], 9)}? Answer: {_words(v['point'], 4)}"
+        f" What will follow once {_words(v['point'], 9, digits=False)} after {v['day']}?"
+        f" Answer: {_words(v['point'], 4)}"
     ),
-    "tcelongbench.evidence": lambda v: f" is correct. {_sentences(v['article'])[0]}",
+    "tcelongbench.evidence": lambda v: f" is correct. {_sentence(_sentences(v['article'])[0], 30)}",
     "tcelongbench.distractors": lambda v: (
         " A delay announced by the city council\n(c) A protest by farmers in the north\n"
         "(d) A new trade agreement with Japan"
@@ -91,7 +114,7 @@ SCRIPT = {
     "tcelongbench.forecast_check": lambda v: " A. Q2: B",
     "tcelongbench.order_check": lambda v: " A. Q2: A",
     "tcelongbench.entities": lambda v: (
-        "\nDATE: Monday\n" + "\n".join(f"GPE: {w}" for w in re.findall(r"\b[A-Z][a-z]{3,}\b", v["point"])[1:])
+        "\nDATE: Monday" + "".join(f"\nGPE: {w}" for w in re.findall(r"\b[A-Z][a-z]{3,}\b", v["point"])[1:8])
     ),
 }
 
@@ -235,13 +258,15 @@ LLM_STAGES = (
 
 @pytest.mark.llm
 def test_real_model_build_completes_every_stage(tmp_path, shared_data, ray_local):
-    """One TCE of 3 days x 1 article, short inputs and outputs: every stage completes, the base
-    model's unusable answers become rejected rows with reasons, and counts reconcile."""
+    """One TCE of 3 days x 1 article, short inputs and the demo's 32 new tokens: every stage
+    completes, the base model's unusable answers become rejected rows with reasons, counts
+    reconcile, every kept answer validates against the form it was declared with, and the
+    question generators give a non-empty candidate table before the Evidence check."""
     root = str(tmp_path)
     write_reportedly_articles(root, shared_data)
     config = Config(
         root=root,
-        llm=LLMConfig(max_new_tokens=24),
+        llm=LLMConfig(max_new_tokens=32),
         limit=1,
         max_articles_per_day=1,
         max_article_words=100,
@@ -264,3 +289,14 @@ def test_real_model_build_completes_every_stage(tmp_path, shared_data, ray_local
         assert storage.is_done(uri), name
     assert by_name["key_points"].rows_read >= 1
     assert result.card["llm_cost"]["total"]["requests_computed"] >= 3
+
+    stages = llm_stages(config)
+    for name in LLM_STAGES:
+        out = storage.read_table(storage.join(root, "tcelongbench", name, "output")).to_pylist()
+        for row in (r for r in out if r["parse_ok"]):
+            form = stages[name].structured
+            if stages[name].structured_column:
+                form = json.loads(row[stages[name].structured_column])
+            check_output(form, row["raw_text"])
+    assert by_name["question_rules"].rows_read >= 1, "no candidate question before the checks"
+    assert by_name["detail_qa"].rows_written + by_name["forecast_qa"].rows_written >= 1

@@ -1,9 +1,9 @@
 """Parsers of the PROPHET evidence prompts: query lists (a)–(c) and relevance ratings (d).
 
-The query prompts end with an answer prefix that opens the JSON list (``Output: ["``) and stop at
-``]``, so a well-formed continuation is the inside of the list without its brackets; a model that
-writes the whole list itself is accepted too, and so is a list cut short by ``max_tokens`` (its
-complete items are kept). A string item the JSON decoder refuses (an invalid escape such as
+The query prompts end with an answer prefix that opens the JSON list (``Output: ["``), and their
+declared answer form (``udfs.prophet.outputs.query_regex``) is the rest of the list up to its
+``]``; a model that writes the whole list itself is accepted too, and so is a list cut short by
+``max_tokens`` (its complete items are kept) when no form is declared. A string item the JSON decoder refuses (an invalid escape such as
 ``S\\&P``) ends the list like a cut: the items before it are kept. Items without a word
 character, and items that merely copy the prompt's format example ("entity 1", "query 2", …),
 are no queries and are left out.
