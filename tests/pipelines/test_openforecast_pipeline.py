@@ -2,9 +2,8 @@
 
 Scripted backend: well-formed answers for every prompt, so every stage has non-empty output and
 the structural checks run on real rows (MC options, cut times, splits, VQA, reconciliation,
-round batching, merge fallback, permutation guard, leak filter, resumption). Local model: the
-embedded base model through every stage with tiny limits; its bad answers must become rejected
-rows with reasons.
+round batching, merge fallback, permutation guard, leak filter, resumption). The embedded model:
+``test_openforecast_local.py``.
 """
 
 import datetime as dt
@@ -323,44 +322,3 @@ def test_command_line_errors_are_one_line_before_any_work(tmp_path, capsys):
         with pytest.raises(SystemExit):
             parse_args(["--root", str(tmp_path), *argv])
         assert "python -m pipelines.openforecast: error: argument" in capsys.readouterr().err
-
-
-# ----------------------------------------------------------------------------- local model
-@pytest.mark.llm
-def test_local_model_runs_every_stage(ray_local, root_with_corpus):
-    config = Config(
-        root=root_with_corpus,
-        wiki_titles=("Asda",),
-        wcep_stories=STORIES[:2],
-        max_docs=2,
-        max_doc_words=60,
-        timeline_samples=1,
-        min_timeline_events=1,
-        test_start=TEST_START,
-        llm=LLMConfig(max_new_tokens=16),
-    )
-    result = run(config)
-    names = [s.name.split("/", 1)[1] for s in result.summaries]
-    for stage in (
-        "wiki_category", "wiki_date", "wiki_heading", "timeline_wikipedia", "timeline_r00",
-        "timeline_r01", "adjust", "timestamps", "structured", "mcnc_negatives",
-        "negatives_structured", "mcac_questions",
-    ):  # fmt: skip
-        assert stage in names, stage
-    assert all(s.reconciles for s in result.summaries)
-    by_name = {s.name.split("/", 1)[1]: s for s in result.summaries}
-    assert by_name["wiki_category"].rows_read == 1 and by_name["timeline_r00"].rows_read == 2
-    assert by_name["timestamps"].rows_read > 0
-    llm_failures = sum(
-        s.rows_rejected for s in result.summaries if s.metrics.get("requests_total") is not None
-    )
-    llm_rejected_rows = [
-        r
-        for r in result.tables["rejected"].to_pylist()
-        if r["stage"] in by_name and by_name[r["stage"]].metrics.get("requests_total") is not None
-    ]
-    assert len(llm_rejected_rows) == llm_failures
-    assert all(r["reason"] for r in result.tables["rejected"].to_pylist())
-    rounds = result.tables["timeline_rounds"].to_pylist()
-    assert {r["model"] for r in rounds if r["model"]} == {"gemma-3-270m"}
-    assert storage.exists(storage.join(config.root, "benchmarks", "openforecast", "dataset_card.json"))
