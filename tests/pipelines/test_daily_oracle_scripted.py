@@ -62,7 +62,7 @@ def summary(v):
 def qa(v):
     month, topic = v["month_year"], " ".join(v["keypoint"].replace("?", "").split()[:5])
     second = "Yes." if "refinery" in v["article"].lower() else "No."  # Indiana refinery: outside the form
-    horizon = "in the coming weeks" if "Pritzker" in v["article"] else f"by {month}"
+    horizon = "by August 2022" if "Pritzker" in v["article"] else f"by {month}"  # before the article
     return (
         f" Will officials confirm that {topic} by {month}?\nAnswer 1: Yes.\n"
         f"Question 2: Will officials deny that {topic} in {month}?\nAnswer 2: {second}\n"
@@ -329,7 +329,7 @@ def test_every_rejection_has_a_reason_and_counts_reconcile(built, outputs):
     assert reasons == {
         "no_new_event",
         "qa_parse_error",
-        "no_time_element",
+        "time_element_before_cutoff",
         "distractor_equals_answer",
         "filter_total_below_13",
     }

@@ -14,7 +14,7 @@ from pipelines.daily_oracle.stages import PARSERS, declared, stage
 from pipelines.llm.assemble import answer_turn
 from udfs.daily_oracle import outputs
 from udfs.daily_oracle.parsing import is_no_new_event
-from udfs.daily_oracle.questions import normalise_yes_no
+from udfs.daily_oracle.questions import normalise_yes_no, time_element
 from udfs.daily_oracle.selection import Pick
 from udfs.daily_oracle.units import Article, Question, check_question
 from udfs.llm_parsing import ParseError, check_output
@@ -66,7 +66,7 @@ def test_every_declared_qa_answer_parses(answer):
     form, text = answer
     parsed = _parse("qa", form, text)
     assert [normalise_yes_no(a) for a in parsed["answers"][:2]] == ["Yes", "No"]
-    assert all(q.endswith("?") for q in parsed["questions"])
+    assert all(q.endswith("?") and time_element(q) for q in parsed["questions"])
     assert parsed["questions"][0].startswith("Will") and parsed["questions"][1].startswith("Will")
 
 
@@ -91,14 +91,27 @@ def test_the_no_new_event_marker_is_a_declared_keypoint():
     assert is_no_new_event(_parse("summary", FULL["summary"], text)["keypoint"])
 
 
+_QA = (
+    " Will it rain by May 2023?\nAnswer 1: Yes.\nQuestion 2: Will it snow in May 2023?\nAnswer 2: No.\n"
+    "Question 3: What will fall in May 2023?\nAnswer 3: Rain\nQuestion 4: Who will vote in May 2023?\n"
+    "Answer 4: 'Seven'"
+)
+
+
+def test_a_well_formed_qa_answer_keeps_its_time_elements():
+    parsed = _parse("qa", FULL["qa"], _QA)
+    assert [time_element(q).phrase for q in parsed["questions"]] == ["May 2023"] * 4
+
+
 @pytest.mark.parametrize(
     ("name", "text"),
     [
         ("summary", " Council votes: ban passes\nKeypoint: The council bans blowers."),  # colon in summary
         ("summary", " Council votes on a ban"),
-        ("qa", " Will it rain?\nAnswer 1: No.\nQuestion 2: Will it snow?\nAnswer 2: No."),
-        ("qa", " It will rain?\nAnswer 1: Yes.\nQuestion 2: Will it snow?\nAnswer 2: No.\nQuestion 3: "
-               "What will fall?\nAnswer 3: Rain\nQuestion 4: Who will vote?\nAnswer 4: Seven"),
+        ("qa", " Will it rain in May 2023?\nAnswer 1: No.\nQuestion 2: Will it snow in May 2023?\nAnswer 2: No."),
+        ("qa", _QA.replace(" Will it rain", " It will rain")),
+        ("qa", _QA.replace("by May 2023", "in the coming weeks")),  # no time element
+        ("qa", _QA.replace("Will it rain", "Will ...")),
         ("distractors", "\n(b) Five\n(c) Nine\n(d) Two"),
         ("distractors", "\n(b) Five\n(d) Nine\n(c) Two\nNoising Answers 2:\n(b) 1\n(c) 2\n(d) 3"),
         ("filter", "\n## Correctness\n- Reasoning: fine\n- Point: 2"),

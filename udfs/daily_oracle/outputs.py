@@ -9,7 +9,8 @@ cap leaves no room for them, so that an answer can finish inside the cap.
 
 The forms are the paper's formats, with what the prompts ask for made exact: questions 1 and 2
 start with "Will" and are answered "Yes." and "No.", questions 3 and 4 start with a wh-phrase,
-every question ends with "?", answers and options start with a letter or digit (after an
+every question ends with its time element ("... in September 2022?", one of the forms the prompt
+shows; the post-filters still check that it is not before the article's date), answers and options start with a letter or digit (after an
 optional quote), options are labelled (b), (c), (d), and the filter scores each of
 the seven headings 0, 1 or 2. A summary holds no colon, so its keypoint label is found exactly;
 a filter reasoning holds no ``*`` or colon, so it can neither open a question block nor read as
@@ -29,10 +30,13 @@ OPTION_CHARS = 100
 REASONING_CHARS = 150
 MIN_REASONING = 20  # shorter room for a reasoning drops the reasoning lines altogether
 WH = ("What", "Who", "Where", "Which", "How much", "How many")
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+          "October", "November", "December")  # fmt: skip
+TIME = "(?:in|by) (?:" + "|".join(MONTHS) + ") (?:19|20)[0-9]{2}"  # the question's time element
 
 # fixed tokens of each form (labels, markers, headings), measured with the embedded model's
 # tokenizer and rounded up
-SUMMARY_OVERHEAD, QA_OVERHEAD, DISTRACTORS_OVERHEAD = 8, 55, 40
+SUMMARY_OVERHEAD, QA_OVERHEAD, DISTRACTORS_OVERHEAD = 8, 88, 40
 FILTER_OVERHEAD, REASONING_LINE = 340, 5  # the 28 sections without reasoning; per reasoning line
 
 
@@ -53,8 +57,9 @@ def summary_output(summary: int = SUMMARY_CHARS, keypoint: int = KEYPOINT_CHARS)
 
 def qa_output(question: int = QUESTION_CHARS, answer: int = ANSWER_CHARS) -> dict[str, Any]:
     """After ``Question 1:``: four question-answer pairs; 1 and 2 are Will-questions answered
-    Yes. and No., 3 and 4 wh-questions with a short answer."""
-    body = f"[^\\n?]{{3,{max(question, 4) - 1}}}\\?"
+    Yes. and No., 3 and 4 wh-questions with a short answer. Each question ends with its time
+    element, ``in`` or ``by`` a month and year (``question`` bounds the words before it)."""
+    body = f"[A-Za-z][^\\n?]{{2,{max(question, 4) - 2}}} {TIME}\\?"
     will, wh = f"Will {body}", "(?:" + "|".join(WH) + f") {body}"
     value = _text(answer, first=_QUOTED)
     return {
