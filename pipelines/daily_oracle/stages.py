@@ -6,7 +6,8 @@ prompts, capped by ``--max-new-tokens`` (``LLMConfig.max_new_tokens``). Each gen
 declares its answer form (``output:``), which backends enforce and the runner checks before the
 parser runs; under a cap below a prompt's ``max_tokens`` the stage sends the form fitted to the
 cap (``udfs.daily_oracle.outputs.fitted``: shorter strings, no filter reasoning), so answers can
-finish.
+finish, and the qa stage sends each article a form whose time elements name the article's own
+month (``QA_FORM``).
 
 A stage row is not always one unit: the distractors and filter rows carry an article's questions,
 and a failed category row drops nothing (the question falls back to ``Other``). So the steps read
@@ -16,6 +17,7 @@ the output rows themselves and record each unit's rejection with a reason of its
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -58,8 +60,18 @@ def declared(prompt_id: str, cap: int | None) -> dict[str, Any] | None:
     return outputs.fitted(prompt_id, cap)
 
 
+QA_FORM = "qa_form"  # the qa stage's per-article answer form (its own month and year), JSON
+
+
+def qa_form(month_year: str, cap: int | None) -> str:
+    """The ``QA_FORM`` value of an article of ``month_year`` under a generation cap."""
+    limit = load_prompt(f"{NAME}.qa").sampling["max_tokens"]
+    return json.dumps(outputs.qa_form(month_year, cap if cap is not None and cap < limit else None))
+
+
 def stage(name: str, cap: int | None = None) -> LLMStage:
-    """Stage ``name`` under a generation cap (None: the prompts' own lengths and forms)."""
+    """Stage ``name`` under a generation cap (None: the prompts' own lengths and forms). The qa
+    stage reads each article's form from its ``QA_FORM`` column (null: the stage's form)."""
     prompt_id = f"{NAME}.{name}"
     if name not in PARSERS:
         return LLMStage(name, prompt_id)
@@ -71,6 +83,7 @@ def stage(name: str, cap: int | None = None) -> LLMStage:
         parsed_schema=schema,
         parse_prefix=True,
         structured=declared(prompt_id, cap),
+        structured_column=QA_FORM if name == "qa" else None,
     )
 
 

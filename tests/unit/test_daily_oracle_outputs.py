@@ -4,13 +4,14 @@ text; property tests over the regexes), answers outside a form fail the check, a
 fitted to a token cap stay small enough to finish."""
 
 import datetime as dt
+import json
 import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipelines.daily_oracle.stages import PARSERS, declared, stage
+from pipelines.daily_oracle.stages import PARSERS, declared, qa_form, stage
 from pipelines.llm.assemble import answer_turn
 from udfs.daily_oracle import outputs
 from udfs.daily_oracle.parsing import is_no_new_event
@@ -149,3 +150,13 @@ def test_a_wrong_tf_answer_from_an_unenforcing_backend_is_still_rejected_by_the_
     question = Question(article, 2, "Will officials withdraw the plan by September 2022?", "Yes.")
     rejection = check_question(question, "raw answer")
     assert rejection is not None and rejection.reason == "tf_answer_mismatch"
+
+
+def test_an_article_s_qa_form_names_its_own_month():
+    form = json.loads(qa_form("September 2022", 160))
+    assert form == outputs.qa_form("September 2022", 160)
+    check_output(form, _QA.replace("May 2023", "September 2022"))
+    with pytest.raises(ParseError):
+        check_output(form, _QA)  # another month
+    assert json.loads(qa_form("September 2022", None)) == outputs.qa_output(month_year="September 2022")
+    assert stage("qa").structured_column == "qa_form"

@@ -19,6 +19,7 @@ a point.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from udfs.daily_oracle.parsing import FILTER_HEADINGS
@@ -55,11 +56,16 @@ def summary_output(summary: int = SUMMARY_CHARS, keypoint: int = KEYPOINT_CHARS)
     return {"regex": f" {line}\\nKeypoint: {_text(keypoint)}\\n?"}
 
 
-def qa_output(question: int = QUESTION_CHARS, answer: int = ANSWER_CHARS) -> dict[str, Any]:
+def qa_output(
+    question: int = QUESTION_CHARS, answer: int = ANSWER_CHARS, month_year: str | None = None
+) -> dict[str, Any]:
     """After ``Question 1:``: four question-answer pairs; 1 and 2 are Will-questions answered
     Yes. and No., 3 and 4 wh-questions with a short answer. Each question ends with its time
-    element, ``in`` or ``by`` a month and year (``question`` bounds the words before it)."""
-    body = f"[A-Za-z][^\\n?]{{2,{max(question, 4) - 2}}} {TIME}\\?"
+    element, ``in`` or ``by`` a month and year: any (the prompt's declaration) or the article's
+    own ``month_year`` (the form the builder sends per article). ``question`` bounds the words
+    before the time element."""
+    time = TIME if month_year is None else f"(?:in|by) {re.escape(month_year)}"
+    body = f"[A-Za-z][^\\n?]{{2,{max(question, 4) - 2}}} {time}\\?"
     will, wh = f"Will {body}", "(?:" + "|".join(WH) + f") {body}"
     value = _text(answer, first=_QUOTED)
     return {
@@ -88,6 +94,15 @@ def _clamp(value: float, low: int, high: int) -> int:
     return int(max(low, min(high, value)))
 
 
+def qa_form(month_year: str | None, budget: int | None = None) -> dict[str, Any]:
+    """The qa form of an article of ``month_year`` (None: any month), fitted to ``budget`` new
+    tokens (None: full size)."""
+    if budget is None:
+        return qa_output(month_year=month_year)
+    question = _clamp((budget - QA_OVERHEAD) * CHARS_PER_TOKEN / 5, 12, QUESTION_CHARS)
+    return qa_output(question, _clamp(question / 2, 4, ANSWER_CHARS), month_year)
+
+
 def fitted(prompt_id: str, budget: int) -> dict[str, Any] | None:
     """The answer form of ``prompt_id`` bounded to finish within ``budget`` new tokens (None for a
     prompt without a generated answer form)."""
@@ -97,8 +112,7 @@ def fitted(prompt_id: str, budget: int) -> dict[str, Any] | None:
         keypoint = _clamp(free * 0.6, 20, KEYPOINT_CHARS)
         return summary_output(_clamp(free - keypoint, 10, SUMMARY_CHARS), keypoint)
     if name == "qa":
-        question = _clamp((budget - QA_OVERHEAD) * CHARS_PER_TOKEN / 5, 12, QUESTION_CHARS)
-        return qa_output(question, _clamp(question / 2, 4, ANSWER_CHARS))
+        return qa_form(None, budget)
     if name == "distractors":
         return distractors_output(
             _clamp((budget - DISTRACTORS_OVERHEAD) * CHARS_PER_TOKEN / 6, 4, OPTION_CHARS)
