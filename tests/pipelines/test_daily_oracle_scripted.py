@@ -60,7 +60,7 @@ def summary(v):
 
 
 def qa(v):
-    month, topic = v["month_year"], " ".join(v["keypoint"].replace("?", "").split()[:5])
+    month, topic = v["month_year"], " ".join(re.sub(r"[?():]|\.(?=\.)", " ", v["keypoint"]).split()[:5])
     second = "Yes." if "refinery" in v["article"].lower() else "No."  # Indiana refinery: outside the form
     horizon = "by August 2022" if "Pritzker" in v["article"] else f"by {month}"  # before the article
     return (

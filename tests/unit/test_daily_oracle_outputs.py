@@ -113,6 +113,8 @@ def test_a_well_formed_qa_answer_keeps_its_time_elements():
         ("qa", _QA.replace(" Will it rain", " It will rain")),
         ("qa", _QA.replace("by May 2023", "in the coming weeks")),  # no time element
         ("qa", _QA.replace("Will it rain", "Will ...")),
+        ("qa", _QA.replace("Will it rain", "Will be (or Who will, Where will)")),  # the template
+        ("qa", _QA.replace("Will it rain", "Will it rain. Answer 1: Yes")),
         ("distractors", "\n(b) Five\n(c) Nine\n(d) Two"),
         ("distractors", "\n(b) Five\n(d) Nine\n(c) Two\nNoising Answers 2:\n(b) 1\n(c) 2\n(d) 3"),
         ("filter", "\n## Correctness\n- Reasoning: fine\n- Point: 2"),

@@ -10,7 +10,8 @@ cap leaves no room for them, so that an answer can finish inside the cap.
 The forms are the paper's formats, with what the prompts ask for made exact: questions 1 and 2
 start with "Will" and are answered "Yes." and "No.", questions 3 and 4 start with a wh-phrase,
 every question ends with its time element ("... in September 2022?", one of the forms the prompt
-shows; the post-filters still check that it is not before the article's date), answers and options start with a letter or digit (after an
+shows; the post-filters still check that it is not before the article's date) and holds no
+parenthesis, colon or "..." (so the template lines cannot be copied as a question), answers and options start with a letter or digit (after an
 optional quote), options are labelled (b), (c), (d), and the filter scores each of
 the seven headings 0, 1 or 2. A summary holds no colon, so its keypoint label is found exactly;
 a filter reasoning holds no ``*`` or colon, so it can neither open a question block nor read as
@@ -43,6 +44,10 @@ FILTER_OVERHEAD, REASONING_LINE = 340, 5  # the 28 sections without reasoning; p
 
 _NO_COLON, _REASON_FIRST, _REASON = r"[^\n:]", r"[^\s*:]", r"[^\n*:]"
 _QUOTED = "['\"]?[A-Za-z0-9]"  # an answer or option may come in quotes, as the prompts show them
+# A question's wording: one character that is no parenthesis, colon or "?", or a dot followed by
+# one, so that "..." and the prompt's template "(or Who will, ...)" cannot be copied; a unit is
+# at most two characters.
+_WORDING = r"(?:[^\n?.():]|\.[^\n?.():])"
 
 
 def _text(chars: int, first: str = "[A-Za-z0-9]", rest: str = r"[^\n]") -> str:
@@ -62,10 +67,11 @@ def qa_output(
     """After ``Question 1:``: four question-answer pairs; 1 and 2 are Will-questions answered
     Yes. and No., 3 and 4 wh-questions with a short answer. Each question ends with its time
     element, ``in`` or ``by`` a month and year: any (the prompt's declaration) or the article's
-    own ``month_year`` (the form the builder sends per article). ``question`` bounds the words
-    before the time element."""
+    own ``month_year`` (the form the builder sends per article). ``question`` bounds the wording
+    before the time element (at most ``question`` characters; dots are rare, so it is usually
+    about half that)."""
     time = TIME if month_year is None else f"(?:in|by) {re.escape(month_year)}"
-    body = f"[A-Za-z][^\\n?]{{2,{max(question, 4) - 2}}} {time}\\?"
+    body = f"[A-Za-z]{_WORDING}{{1,{max(question // 2, 2)}}} {time}\\?"
     will, wh = f"Will {body}", "(?:" + "|".join(WH) + f") {body}"
     value = _text(answer, first=_QUOTED)
     return {
