@@ -62,12 +62,11 @@ def summary(v):
 def qa(v):
     month, topic = v["month_year"], " ".join(re.sub(r"[?():]|\.(?=\.)", " ", v["keypoint"]).split()[:5])
     second = "Yes." if "refinery" in v["article"].lower() else "No."  # Indiana refinery: outside the form
-    horizon = "by August 2022" if "Pritzker" in v["article"] else f"by {month}"  # before the article
     return (
         f" Will officials confirm that {topic} by {month}?\nAnswer 1: Yes.\n"
         f"Question 2: Will officials deny that {topic} in {month}?\nAnswer 2: {second}\n"
         f"Question 3: Who will speak publicly about {topic} in {month}?\nAnswer 3: 'The mayor'\n"
-        f"Question 4: How many people will be affected by {topic} {horizon}?\nAnswer 4: Twelve."
+        f"Question 4: How many people will be affected by {topic} by {month}?\nAnswer 4: Twelve."
     )
 
 
@@ -329,7 +328,6 @@ def test_every_rejection_has_a_reason_and_counts_reconcile(built, outputs):
     assert reasons == {
         "no_new_event",
         "qa_parse_error",
-        "time_element_before_cutoff",
         "distractor_equals_answer",
         "filter_total_below_13",
     }

@@ -100,6 +100,8 @@ _QA = (
 
 
 def test_a_well_formed_qa_answer_keeps_its_time_elements():
+    check_output(FULL["qa"], _QA.replace("Will it rain", "Will Gov. J.B. Smith resign"))
+    check_output(FULL["qa"], _QA.replace("Will it rain", "Will it rain on Gov."))  # a dot before the time
     parsed = _parse("qa", FULL["qa"], _QA)
     assert [time_element(q).phrase for q in parsed["questions"]] == ["May 2023"] * 4
 

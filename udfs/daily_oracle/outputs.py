@@ -46,7 +46,7 @@ _NO_COLON, _REASON_FIRST, _REASON = r"[^\n:]", r"[^\s*:]", r"[^\n*:]"
 _QUOTED = "['\"]?[A-Za-z0-9]"  # an answer or option may come in quotes, as the prompts show them
 # A question's wording: one character that is no parenthesis, colon or "?", or a dot followed by
 # one, so that "..." and the prompt's template "(or Who will, ...)" cannot be copied; a unit is
-# at most two characters.
+# at most two characters. A dot may end the wording ("... by Gov. in May 2023?").
 _WORDING = r"(?:[^\n?.():]|\.[^\n?.():])"
 
 
@@ -71,7 +71,7 @@ def qa_output(
     before the time element (at most ``question`` characters; dots are rare, so it is usually
     about half that)."""
     time = TIME if month_year is None else f"(?:in|by) {re.escape(month_year)}"
-    body = f"[A-Za-z]{_WORDING}{{1,{max(question // 2, 2)}}} {time}\\?"
+    body = f"[A-Za-z]{_WORDING}{{1,{max(question // 2, 2)}}}\\.? {time}\\?"
     will, wh = f"Will {body}", "(?:" + "|".join(WH) + f") {body}"
     value = _text(answer, first=_QUOTED)
     return {
