@@ -11,7 +11,7 @@ from collections import defaultdict
 from typing import Any
 
 from pipelines.daily_oracle.config import Config
-from pipelines.daily_oracle.stages import failure, run_stage
+from pipelines.daily_oracle.stages import QA_FORM, failure, qa_form, run_stage
 from pipelines.llm.ledger import Ledger
 from udfs.daily_oracle.parsing import is_no_new_event
 from udfs.daily_oracle.questions import clean_question, distractor_problem
@@ -57,6 +57,7 @@ def generate_questions(ledger: Ledger, articles: list[Article], config: Config) 
             "publish_date": date_label(a.day),
             "keypoint": a.keypoint,
             "month_year": a.day.strftime("%B %Y"),
+            QA_FORM: qa_form(a.day.strftime("%B %Y"), ledger.runner.llm.max_new_tokens),
         },
     )
     questions: list[Question] = []

@@ -2,7 +2,12 @@
 
 Every generate stage's parser reads the whole assistant turn (the prompt's answer prefix, e.g.
 ``Question 1:``, plus the generated text; ``parse_prefix``). Generation length comes from the
-prompts, capped by ``--max-new-tokens`` (``LLMConfig.max_new_tokens``).
+prompts, capped by ``--max-new-tokens`` (``LLMConfig.max_new_tokens``). Each generate prompt
+declares its answer form (``output:``), which backends enforce and the runner checks before the
+parser runs; under a cap below a prompt's ``max_tokens`` the stage sends the form fitted to the
+cap (``udfs.daily_oracle.outputs.fitted``: shorter strings, no filter reasoning), so answers can
+finish, and the qa stage sends each article a form whose time elements name the article's own
+month (``QA_FORM``).
 
 A stage row is not always one unit: the distractors and filter rows carry an article's questions,
 and a failed category row drops nothing (the question falls back to ``Other``). So the steps read
@@ -12,6 +17,7 @@ the output rows themselves and record each unit's rejection with a reason of its
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -19,8 +25,10 @@ import pyarrow as pa
 
 from pipelines.llm.ledger import Ledger, failure_reason
 from pipelines.llm.stage import LLMStage
+from udfs.daily_oracle import outputs
 from udfs.daily_oracle.parsing import parse_distractors, parse_filter, parse_qa, parse_summary
 from udfs.daily_oracle.units import NAME, Rejection
+from udfs.prompts import load_prompt
 
 SUMMARY_SCHEMA = pa.schema([pa.field("summary", pa.string()), pa.field("keypoint", pa.string())])
 QA_SCHEMA = pa.schema(
@@ -36,17 +44,50 @@ FILTER_SCHEMA = pa.schema(
 )
 
 
-def _generate(name: str, parser: Callable[[str], dict[str, Any]], schema: pa.Schema) -> LLMStage:
-    return LLMStage(name, f"{NAME}.{name}", parser=parser, parsed_schema=schema, parse_prefix=True)
-
-
-STAGES = {
-    "summary": _generate("summary", parse_summary, SUMMARY_SCHEMA),
-    "qa": _generate("qa", parse_qa, QA_SCHEMA),
-    "distractors": _generate("distractors", parse_distractors, DISTRACTORS_SCHEMA),
-    "filter": _generate("filter", parse_filter, FILTER_SCHEMA),
-    "category": LLMStage("category", f"{NAME}.category"),
+PARSERS: dict[str, tuple[Callable[[str], dict[str, Any]], pa.Schema]] = {
+    "summary": (parse_summary, SUMMARY_SCHEMA),
+    "qa": (parse_qa, QA_SCHEMA),
+    "distractors": (parse_distractors, DISTRACTORS_SCHEMA),
+    "filter": (parse_filter, FILTER_SCHEMA),
 }
+
+
+def declared(prompt_id: str, cap: int | None) -> dict[str, Any] | None:
+    """The answer form a stage sends: None (the prompt's own declaration) unless ``cap`` is below
+    the prompt's ``max_tokens``; then the form fitted to the cap."""
+    if cap is None or cap >= load_prompt(prompt_id).sampling["max_tokens"]:
+        return None
+    return outputs.fitted(prompt_id, cap)
+
+
+QA_FORM = "qa_form"  # the qa stage's per-article answer form (its own month and year), JSON
+
+
+def qa_form(month_year: str, cap: int | None) -> str:
+    """The ``QA_FORM`` value of an article of ``month_year`` under a generation cap."""
+    limit = load_prompt(f"{NAME}.qa").sampling["max_tokens"]
+    return json.dumps(outputs.qa_form(month_year, cap if cap is not None and cap < limit else None))
+
+
+def stage(name: str, cap: int | None = None) -> LLMStage:
+    """Stage ``name`` under a generation cap (None: the prompts' own lengths and forms). The qa
+    stage reads each article's form from its ``QA_FORM`` column (null: the stage's form)."""
+    prompt_id = f"{NAME}.{name}"
+    if name not in PARSERS:
+        return LLMStage(name, prompt_id)
+    parser, schema = PARSERS[name]
+    return LLMStage(
+        name,
+        prompt_id,
+        parser=parser,
+        parsed_schema=schema,
+        parse_prefix=True,
+        structured=declared(prompt_id, cap),
+        structured_column=QA_FORM if name == "qa" else None,
+    )
+
+
+STAGES = {name: stage(name) for name in (*PARSERS, "category")}
 
 
 def run_stage(
@@ -55,7 +96,8 @@ def run_stage(
     """One batched pass of stage ``name`` over ``units`` (the prompt variables of each); returns
     the output rows in unit order. The steps record failures: a failed distractor or filter row
     rejects several questions, a failed category row none (the question falls back to Other)."""
-    return ledger.run(STAGES[name], [variables(u) for u in units]).to_pylist()
+    cap = ledger.runner.llm.max_new_tokens
+    return ledger.run(stage(name, cap), [variables(u) for u in units]).to_pylist()
 
 
 def failure(stage: str, row: dict[str, Any]) -> Rejection:

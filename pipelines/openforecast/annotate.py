@@ -18,7 +18,14 @@ from typing import Any
 from pipelines.llm.ledger import Ledger
 from pipelines.llm.stage import LLMStage
 from pipelines.openforecast.config import Config
-from pipelines.openforecast.stages import date_stage, structured_stage, timeline_stage
+from pipelines.openforecast.stages import (
+    REORDER_COLUMN,
+    adjust_stage,
+    date_stage,
+    reorder_row,
+    structured_stage,
+    timeline_stage,
+)
 from udfs.openforecast import timeline as tl
 from udfs.text import first_words
 
@@ -52,6 +59,7 @@ class Annotator:
 
     def __init__(self, config: Config, ledger: Ledger):
         self.config, self.ledger = config, ledger
+        self.cap = config.llm.max_new_tokens
         self.timelines: dict[str, list[str]] = {}
         self.rounds: list[dict[str, Any]] = []
 
@@ -84,7 +92,8 @@ class Annotator:
             ]
             if source == "wikipedia":
                 rows = [{k: v for k, v in r.items() if k != "date"} for r in rows]
-            picked = _pick(self._run(timeline_stage(name, prompt_id, samples), rows, "title"))
+            stage = timeline_stage(name, prompt_id, self.cap, samples)
+            picked = _pick(self._run(stage, rows, "title"))
             for ce in group:
                 row = picked[ce["ce_id"]]
                 doc = ce["docs"][0]
@@ -135,7 +144,7 @@ class Annotator:
                     }
                 )
             stage = timeline_stage(
-                f"timeline_r{rnd:02d}", "openforecast.complement", self.config.timeline_samples
+                f"timeline_r{rnd:02d}", "openforecast.complement", self.cap, self.config.timeline_samples
             )
             picked = _pick(self._run(stage, rows, "title"))
             to_merge = []
@@ -199,7 +208,8 @@ class Annotator:
             }
             for ce, answer, _ in to_merge
         ]
-        merged = _pick(self._run(timeline_stage(f"merge_r{rnd:02d}", "openforecast.merge"), rows, "ce_id"))
+        stage = timeline_stage(f"merge_r{rnd:02d}", "openforecast.merge", self.cap)
+        merged = _pick(self._run(stage, rows, "ce_id"))
         for ce, answer, complement_row in to_merge:
             ce_id, row = ce["ce_id"], merged[ce["ce_id"]]
             before = self.timelines[ce_id]
@@ -229,10 +239,11 @@ class Annotator:
                 "title": ce["title"],
                 "article": self._reference(ce),
                 "timeline": tl.render(self.timelines[ce["ce_id"]]),
+                REORDER_COLUMN: reorder_row(self.timelines[ce["ce_id"]]),
             }
             for ce in alive
         ]
-        out = _pick(self._run(timeline_stage("adjust", "openforecast.adjust"), rows, "title"))
+        out = _pick(self._run(adjust_stage(), rows, "title"))
         step = self.ledger.step("adjust_guard")
         for ce in alive:
             ce_id, row = ce["ce_id"], out[ce["ce_id"]]
@@ -292,7 +303,7 @@ class Annotator:
             for i, text in enumerate(events)
         ]
         stamps = self._run(date_stage("timestamps", "openforecast.event_time"), rows, "event", "event")
-        shapes = self._run(structured_stage("structured"), rows, "event", "event")
+        shapes = self._run(structured_stage("structured", self.cap), rows, "event", "event")
         described: dict[tuple[str, int], dict[str, Any]] = {}
         for s in stamps:
             described[(s["ce_id"], s["idx"])] = {

@@ -82,10 +82,12 @@ DEMO: dict[str, Any] = {
     "min_timeline_events": 3,
     "test_start": dt.date(2026, 3, 1),
 }
-DEMO_MAX_NEW_TOKENS = 40
+# A timeline answer is the whole timeline, so the cap bounds its length: 128 tokens fit five items
+# of up to 64 characters (udfs.openforecast.outputs.fitted), and one structured event.
+DEMO_MAX_NEW_TOKENS = 128
 PRESETS = {
     "demo": (
-        "the demo preset: 3 WCEP stories, small limits, 40 new tokens",
+        "the demo preset: 3 WCEP stories, small limits, 128 new tokens",
         {**DEMO, "llm": {"max_new_tokens": DEMO_MAX_NEW_TOKENS}},
     )
 }

@@ -79,7 +79,7 @@ def _mcnc(
         }
         for r in requests
     ]
-    answers = {a["sample_id"]: a for a in _run(ledger, negatives_stage(), rows)}
+    answers = {a["sample_id"]: a for a in _run(ledger, negatives_stage(config.llm.max_new_tokens), rows)}
     step = ledger.step("mcnc_check")
     checked = []
     for r in requests:
@@ -108,7 +108,9 @@ def _mcnc(
     ]
     shapes = {
         (s["sample_id"], s["n"]): load(s["structured_json"]) if s["parse_ok"] else None
-        for s in _run(ledger, structured_stage("negatives_structured"), rows, "event")
+        for s in _run(
+            ledger, structured_stage("negatives_structured", config.llm.max_new_tokens), rows, "event"
+        )
     }
     step = ledger.step("mcnc_leak_filter")
     mcnc, vqa = [], []
@@ -156,7 +158,7 @@ def _mcac(config: Config, ledger: Ledger, requests: list[dict]) -> tuple[list[di
         }
         for r in requests
     ]
-    answers = {a["sample_id"]: a for a in _run(ledger, mcac_stage(), rows)}
+    answers = {a["sample_id"]: a for a in _run(ledger, mcac_stage(config.llm.max_new_tokens), rows)}
     step = ledger.step("mcac_check")
     aqa, mcac = [], []
     for r in requests:

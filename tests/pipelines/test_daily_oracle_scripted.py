@@ -40,25 +40,33 @@ PUBLISHERS = ("npr.org", "chicago.suntimes.com", "abc7.com")  # the sample's Eng
 
 
 # ------------------------------------------------------------------ the script
+def _line(text: str, chars: int, drop: str = "") -> str:
+    """One line of at most ``chars`` characters starting with a letter or digit, without the
+    characters in ``drop`` (the declared answer forms)."""
+    for c in drop:
+        text = text.replace(c, " ")
+    text = " ".join(text.split())
+    return re.sub(r"^[^A-Za-z0-9]+", "", text)[:chars].strip()
+
+
 def _first_sentence(text: str) -> str:
-    return re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0][:160]
+    return _line(re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0], 160)
 
 
 def summary(v):
     if "Queen" in v["article"][:400]:
         return " A look back at the late Queen's long reign.\nKeypoint: No new event reported."
-    return f" {v['article'][:200]}\n\nKeypoint: {_first_sentence(v['article'])}"
+    return f" {_line(v['article'], 200, ':')}\nKeypoint: {_first_sentence(v['article'])}"
 
 
 def qa(v):
-    month, topic = v["month_year"], " ".join(v["keypoint"].split()[:5])
-    second = "Yes." if "refinery" in v["article"].lower() else "No."  # Indiana refinery: wrong TF answer
-    horizon = "in the coming weeks" if "Pritzker" in v["article"] else f"by {month}"
+    month, topic = v["month_year"], " ".join(re.sub(r"[?():]|\.(?=\.)", " ", v["keypoint"]).split()[:5])
+    second = "Yes." if "refinery" in v["article"].lower() else "No."  # Indiana refinery: outside the form
     return (
-        f' "Will officials confirm that {topic} by {month}?"\nAnswer 1: Yes.\n'
+        f" Will officials confirm that {topic} by {month}?\nAnswer 1: Yes.\n"
         f"Question 2: Will officials deny that {topic} in {month}?\nAnswer 2: {second}\n"
         f"Question 3: Who will speak publicly about {topic} in {month}?\nAnswer 3: 'The mayor'\n"
-        f"Question 4: How many people will be affected by {topic} {horizon}?\nAnswer 4: Twelve."
+        f"Question 4: How many people will be affected by {topic} by {month}?\nAnswer 4: Twelve."
     )
 
 
@@ -319,8 +327,7 @@ def test_every_rejection_has_a_reason_and_counts_reconcile(built, outputs):
     reasons = {r["reason"] for r in rejected}
     assert reasons == {
         "no_new_event",
-        "tf_answer_mismatch",
-        "no_time_element",
+        "qa_parse_error",
         "distractor_equals_answer",
         "filter_total_below_13",
     }

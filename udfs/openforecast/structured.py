@@ -1,10 +1,11 @@
 """Structured (open) events: parsing the extraction answer and comparing events by arguments.
 
-The extraction prompt asks for a JSON list of objects with ``type``, ``trigger``, ``time``,
-``location``, ``subject``, ``object`` and an ``extra`` object for other roles, or ``None``.
-Answers are parsed leniently (the first JSON list in the text; unknown keys go to ``extra``;
-placeholder values such as "unknown" become null) because the local engine does not enforce the
-JSON schema that vLLM does.
+The extraction prompt declares its answer as a JSON list of objects with ``type``, ``trigger``,
+``time``, ``location``, ``subject``, ``object`` and an ``extra`` object for other roles
+(``prompts/openforecast/event_struct.yaml``; ``udfs.openforecast.outputs.struct_output``).
+Answers from a backend that does not enforce it are parsed leniently: the first JSON list in
+the text (or ``None``), unknown keys go to ``extra``, and placeholder argument values such as
+"unknown" become null. An event is kept when its type or trigger names something (has a letter).
 """
 
 from __future__ import annotations
@@ -18,21 +19,11 @@ from udfs.llm_parsing import ParseError, first_json
 
 ARGUMENTS = ("type", "trigger", "time", "location", "subject", "object")
 QUESTION_ARGUMENTS = ("time", "location", "subject", "object")  # besides type, which is always allowed
+_LABELS = ("type", "trigger")
+_LETTER = re.compile(r"[^\W\d_]")
 _PLACEHOLDER = re.compile(
     r"^\W*(none|null|n/?a|unknown|unspecified|not (?:given|stated|specified))?\W*$", re.I
 )
-
-JSON_SCHEMA: dict[str, Any] = {
-    "type": "array",
-    "items": {
-        "type": "object",
-        "properties": {
-            **{k: {"type": ["string", "null"]} for k in ARGUMENTS},
-            "extra": {"type": "object", "additionalProperties": {"type": "string"}},
-        },
-        "required": list(ARGUMENTS),
-    },
-}
 
 
 def _value(value: Any) -> str | None:
@@ -40,6 +31,14 @@ def _value(value: Any) -> str | None:
         return None
     text = " ".join(str(value).split())
     return None if _PLACEHOLDER.match(text) else text
+
+
+def _label(value: Any) -> str | None:
+    """A type or trigger: its text when it holds a letter (``none`` is a word like any other)."""
+    if value is None or isinstance(value, dict | list):
+        return None
+    text = " ".join(str(value).split())
+    return text if _LETTER.search(text) else None
 
 
 def _complete_objects(text: str) -> list[Any]:
@@ -74,7 +73,7 @@ def parse_structured(text: str) -> dict[str, str]:
         if not isinstance(item, dict):
             raise ParseError("a structured event is not a JSON object")
         lowered = {str(k).strip().lower(): v for k, v in item.items()}
-        event = {k: _value(lowered.get(k)) for k in ARGUMENTS}
+        event = {k: (_label if k in _LABELS else _value)(lowered.get(k)) for k in ARGUMENTS}
         extra = lowered.get("extra") if isinstance(lowered.get("extra"), dict) else {}
         extra = {**extra, **{k: v for k, v in lowered.items() if k not in (*ARGUMENTS, "extra")}}
         event["extra"] = {str(k): v for k, v in ((k, _value(v)) for k, v in extra.items()) if v}
