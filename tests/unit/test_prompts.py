@@ -100,3 +100,14 @@ def test_every_prompt_has_an_example_and_a_golden_render(update_golden):
 def test_golden_files_have_prompts():
     orphans = [p.stem for p in GOLDEN.glob("*.txt") if p.stem not in all_prompt_ids()]
     assert not orphans, f"golden files without a prompt: {orphans}"
+
+
+def test_every_generated_answer_declares_its_form():
+    """Every generate and verbalized prompt declares its answer as data (``output:``), so every
+    backend can enforce it and the runner checks it before any parser runs."""
+    undeclared = [
+        prompt_id
+        for prompt_id in all_prompt_ids()
+        if (prompt := load_prompt(prompt_id)).kind in ("generate", "verbalized") and not prompt.output
+    ]
+    assert not undeclared, f"generate/verbalized prompts without an output declaration: {undeclared}"
