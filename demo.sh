@@ -30,8 +30,10 @@ step "corpus index: dated articles -> index/articles (LanceDB: BM25, MiniLM vect
 step "LLM layer: every request kind on the embedded model (Ray Data)"
 "$PY" -m pipelines.llm_smoke --root "$OUT"
 
-# The builders below run with small limits: the embedded 270M base model is slow on CPU and
-# rarely follows the formats, so most candidates end as rejected rows with their reasons.
+# The builders below run with small limits: the embedded 270M base model is slow on CPU. Every
+# generated answer is constrained to its declared form, so answers parse; most candidates then end
+# as rejected rows of the builders' own filters, with their reasons. Daily Oracle needs 360 new
+# tokens: the filter's fixed headings and points alone take about 340.
 step "builder: TCELongBench (temporal complex events from the reported.ly live-blog articles)"
 "$PY" -m pipelines.tcelongbench --root "$OUT" --topic-hosts reported.ly --min-cluster-size 3 --min-samples 2 \
   --limit 1 --max-articles-per-day 1 --max-article-words 100 --max-new-tokens 32
@@ -50,7 +52,7 @@ Q="$SHARED"/questions
 step "builder: Daily Oracle (one question set per news day)"
 "$PY" -m pipelines.daily_oracle --root "$OUT" --from 2022-09-15 --to 2022-09-18 \
   --publishers npr.org,chicago.suntimes.com,abc7.com --random 1 --hot 1 \
-  --max-new-tokens 32 --article-words 100
+  --max-new-tokens 360 --max-input-tokens 3072 --article-words 100
 
 step "evaluation: forecasters on every benchmark + ForecastBench -> eval/leaderboard, drift plot"
 "$PY" -m pipelines.evaluate --root "$OUT" \
