@@ -51,7 +51,7 @@ from typing import Any
 
 from warcio.archiveiterator import ArchiveIterator
 
-from bench.measure import cpu_seconds
+from bench.measure import cpu_seconds, figures
 from jobs.ingest_news import Config, run
 from jobs.spark import spark_session
 from udfs.news_extract import decode_html
@@ -145,15 +145,7 @@ def plain_loop(
                     continue
                 articles += len(text.strip()) >= MIN_CHARS
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
-    return {
-        "pages": pages,
-        "articles": articles,
-        "seconds": round(seconds, 2),
-        "per_core": articles / seconds,
-        "cpu_seconds": round(cpu, 2),
-        "per_cpu_second": articles / cpu,
-        "load": os.getloadavg()[0],
-    }
+    return {"pages": pages, **figures("articles", articles, seconds, cpu, 1)}
 
 
 def read_rate(paths: list[Path], reader: str) -> dict[str, Any]:
@@ -185,16 +177,7 @@ def job(spark, paths: list[Path], root: Path, allow: tuple[str, ...]) -> dict[st
     summary = run(Config(inputs=[str(p) for p in paths], root=str(root), allow_hosts=list(allow)), spark)
     seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
     articles = summary.rows_written + summary.rejected["duplicate_url"] + summary.rejected["duplicate_text"]
-    return {
-        "articles": articles,
-        "seconds": round(seconds, 2),
-        "cores": cores,
-        "per_core": articles / (seconds * cores),
-        "cpu_seconds": round(cpu, 2),
-        "per_cpu_second": articles / cpu,
-        "load": os.getloadavg()[0],
-        "summary": summary.to_dict(),
-    }
+    return {**figures("articles", articles, seconds, cpu, cores), "summary": summary.to_dict()}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -43,7 +43,7 @@ from typing import Any
 
 import mwparserfromhell
 
-from bench.measure import cpu_seconds
+from bench.measure import cpu_seconds, figures
 from jobs.ingest_wikipedia import Config, run
 from jobs.spark import spark_session
 from udfs import wikidump
@@ -93,7 +93,7 @@ def plain_loop(dump: Path) -> dict[str, Any]:
             pages += 1
             element.clear()
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
-    return _figures(pages, seconds, cpu, 1)
+    return figures("pages", pages, seconds, cpu, 1)
 
 
 def job(spark, dump: Path, root: Path) -> dict[str, Any]:
@@ -101,19 +101,7 @@ def job(spark, dump: Path, root: Path) -> dict[str, Any]:
     started, cpu = time.perf_counter(), cpu_seconds()
     pages, _ = run(Config(root=str(root), dumps=[str(dump)]), spark)
     seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
-    return {**_figures(pages.rows_read, seconds, cpu, cores), "summary": pages.to_dict()}
-
-
-def _figures(pages: int, seconds: float, cpu: float, cores: int) -> dict[str, Any]:
-    return {
-        "pages": pages,
-        "seconds": round(seconds, 2),
-        "cores": cores,
-        "pages_per_s_per_core": pages / (seconds * cores),
-        "cpu_seconds": round(cpu, 2),
-        "pages_per_cpu_second": pages / cpu,
-        "load": os.getloadavg()[0],
-    }
+    return {**figures("pages", pages.rows_read, seconds, cpu, cores), "summary": pages.to_dict()}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -144,17 +132,17 @@ def main(argv: list[str] | None = None) -> None:
     )
     for name, f in (("job", j), ("mwparserfromhell loop", loop)):
         print(
-            f"{name:<24}{f['pages']:>7}{f['seconds']:>9}{f['cores']:>6}{f['pages_per_s_per_core']:>14.2f}"
-            f"{f['cpu_seconds']:>8}{f['pages_per_cpu_second']:>13.2f}"
+            f"{name:<24}{f['pages']:>7}{f['seconds']:>9}{f['cores']:>6}{f['per_core']:>14.2f}"
+            f"{f['cpu_seconds']:>8}{f['per_cpu_second']:>13.2f}"
         )
     print(f"results: {out}")
     line = {
-        "job_pages_per_s_per_core": j["pages_per_s_per_core"],
-        "mwparserfromhell_pages_per_s_per_core": loop["pages_per_s_per_core"],
-        "ratio_per_core": j["pages_per_s_per_core"] / loop["pages_per_s_per_core"],
-        "job_pages_per_cpu_second": j["pages_per_cpu_second"],
-        "mwparserfromhell_pages_per_cpu_second": loop["pages_per_cpu_second"],
-        "ratio_per_cpu_second": j["pages_per_cpu_second"] / loop["pages_per_cpu_second"],
+        "job_pages_per_s_per_core": j["per_core"],
+        "mwparserfromhell_pages_per_s_per_core": loop["per_core"],
+        "ratio_per_core": j["per_core"] / loop["per_core"],
+        "job_pages_per_cpu_second": j["per_cpu_second"],
+        "mwparserfromhell_pages_per_cpu_second": loop["per_cpu_second"],
+        "ratio_per_cpu_second": j["per_cpu_second"] / loop["per_cpu_second"],
     }
     print(json.dumps({k: round(v, 4) for k, v in line.items()}))
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 import psutil
 
 
@@ -18,3 +21,18 @@ def cpu_seconds() -> float:
             continue
         total += t.user + t.system + t.children_user + t.children_system
     return total
+
+
+def figures(what: str, count: int, seconds: float, cpu: float, cores: int) -> dict[str, Any]:
+    """A method's figures: ``count`` of ``what`` (articles, pages) in ``seconds`` on ``cores``
+    cores using ``cpu`` CPU seconds; per core = count / (seconds × cores); the 1-minute load
+    average beside them, since other work on the machine stretches wall time."""
+    return {
+        what: count,
+        "seconds": round(seconds, 2),
+        "cores": cores,
+        "per_core": count / (seconds * cores),
+        "cpu_seconds": round(cpu, 2),
+        "per_cpu_second": count / cpu,
+        "load": os.getloadavg()[0],
+    }

