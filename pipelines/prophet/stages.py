@@ -116,27 +116,14 @@ def cil_stages(
         term = ConditionalTerm(row["article_id"], row["bin"], row["x"], tuple(row["window_ids"]), row["bits"])
         return conditional_variables(term, articles, question_texts[row["question_id"]], config.layout)
 
-    def declared(prompt_id: str) -> dict[str, str] | None:
-        """The verbalized answer form for the stage's budget (none for Yes/No choice prompts)."""
-        if config.estimator != "verbalized":
-            return None
-        return {"regex": outputs.verbalized_regex(answer_budget(prompt_id, config))}
+    def stage(name: str, prompt_id: str, variables: Any) -> LLMStage:
+        """r samples per request; verbalized answers get their form for the stage's budget (Yes/No
+        choice prompts declare none)."""
+        structured = None
+        if config.estimator == "verbalized":
+            structured = {"regex": outputs.verbalized_regex(answer_budget(prompt_id, config))}
+        return LLMStage(
+            name, prompt_id, variables=variables, samples=config.r, seed=config.seed, structured=structured
+        )
 
-    return (
-        LLMStage(
-            "joint",
-            joint_id,
-            variables=joint_vars,
-            samples=config.r,
-            seed=config.seed,
-            structured=declared(joint_id),
-        ),
-        LLMStage(
-            "conditional",
-            conditional_id,
-            variables=conditional_vars,
-            samples=config.r,
-            seed=config.seed,
-            structured=declared(conditional_id),
-        ),
-    )
+    return stage("joint", joint_id, joint_vars), stage("conditional", conditional_id, conditional_vars)

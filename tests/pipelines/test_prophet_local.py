@@ -6,6 +6,7 @@ question's cutoff. Tiny budget: 2 questions, N = 4, K_max = 2, 12 generated toke
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 import pytest
 
@@ -29,14 +30,19 @@ QUESTION_IDS = ("IHLIDXUS@2024-07-28", "NASDAQ100@2024-08-20")
 LLM_STAGES = ("query_entities", "query_steps", "query_similar", "relevance", "joint", "conditional")
 
 
-def test_logprob_build_on_real_questions_and_articles(ray_local, root_with_corpus, shared_data):
+def forecastbench_files(shared_data: Path) -> tuple[str, str]:
+    """The real ForecastBench question set and its resolutions."""
     questions = shared_data / "questions"
+    return (
+        str(questions / "forecastbench_2024-07-21-human.json"),
+        str(questions / "forecastbench_2024-07-21_resolution_set.json"),
+    )
+
+
+def test_logprob_build_on_real_questions_and_articles(ray_local, root_with_corpus, shared_data):
     config = Config(
         root=root_with_corpus,
-        forecastbench=(
-            str(questions / "forecastbench_2024-07-21-human.json"),
-            str(questions / "forecastbench_2024-07-21_resolution_set.json"),
-        ),
+        forecastbench=forecastbench_files(shared_data),
         question_ids=QUESTION_IDS,
         llm=LLMConfig(batch_size=8, max_new_tokens=12),
         estimator="logprob",

@@ -15,6 +15,7 @@ from pipelines.llm.stage import StageRunner
 from pipelines.prophet.build import run
 from pipelines.prophet.config import Config
 from pipelines.prophet.stages import cil_stages, query_stage, relevance_stage
+from tests.pipelines.test_prophet_local import forecastbench_files
 from udfs import storage
 from udfs.llm_parsing import check_output
 from udfs.prophet.cil import EvidenceArticle
@@ -40,13 +41,9 @@ def validated(rows: list[dict], declared: dict | None) -> list[dict]:
 
 
 def test_generated_evidence_stages_keep_declared_answers(ray_local, root_with_corpus, shared_data):
-    questions = shared_data / "questions"
     config = Config(
         root=root_with_corpus,
-        forecastbench=(
-            str(questions / "forecastbench_2024-07-21-human.json"),
-            str(questions / "forecastbench_2024-07-21_resolution_set.json"),
-        ),
+        forecastbench=forecastbench_files(shared_data),
         question_ids=("IHLIDXUS@2024-07-28",),
         llm=LLMConfig(batch_size=8, max_new_tokens=16),
         rating="generate",
