@@ -147,7 +147,8 @@ def _append(db, table, files: list[str], config: Config, summary: RunSummary):
         table.add(batch.cast(table.schema))
         summary.rows_written += batch.num_rows
         log.info("stage=write rows=%d", summary.rows_written)
-    summary.reject("undated", summary.rows_read - summary.rows_written)
+    if summary.rows_read > summary.rows_written:
+        summary.reject("undated", summary.rows_read - summary.rows_written)
     return table
 
 
