@@ -51,7 +51,7 @@ from typing import Any
 
 from warcio.archiveiterator import ArchiveIterator
 
-from bench.measure import cpu_seconds, figures
+from bench import cpu_seconds, figures
 from jobs.ingest_news import Config, run
 from jobs.spark import spark_session
 from udfs.news_extract import decode_html

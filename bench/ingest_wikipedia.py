@@ -43,7 +43,7 @@ from typing import Any
 
 import mwparserfromhell
 
-from bench.measure import cpu_seconds, figures
+from bench import cpu_seconds, figures
 from jobs.ingest_wikipedia import Config, run
 from jobs.spark import spark_session
 from udfs import wikidump

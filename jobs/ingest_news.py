@@ -37,7 +37,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
-from jobs.articles_table import ingest_staged, record_run, stage_files
+from jobs.articles_run import ingest_staged, record_run, stage_files
 from jobs.spark import corpus_session, spark_session
 from udfs import storage
 from udfs.cli import InputError, option, run_cli

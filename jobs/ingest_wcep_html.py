@@ -26,7 +26,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from jobs import source_tables as st
 from jobs.spark import corpus_session, spark_session
-from udfs import storage, wcep
+from udfs import storage, wcep, wcep_html
 from udfs.report import RunSummary
 from udfs.schemas import WCEP_EVENTS
 from udfs.wikitext import input_stem
@@ -135,7 +135,7 @@ def day_page_rows(record: dict) -> list[dict]:
     except ValueError:
         return [st.reject_row(SOURCE, stem, item, "bad_date", f"date field {record['date_hint']!r}")]
     try:
-        day, events = wcep.parse_html_day(record["html"], hint, item)
+        day, events = wcep_html.parse_html_day(record["html"], hint, item)
     except wcep.DayPageError as exc:
         return [st.reject_row(SOURCE, stem, item, exc.reason, exc.detail)]
     except Exception as exc:  # a parser failure on one page must not stop the job

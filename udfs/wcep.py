@@ -2,7 +2,8 @@
 
 Both forms are first reduced to the same flat list of ``Bullet`` (depth, category heading, inline
 segments, link targets); ``build_events`` then turns bullets into events. So a day page gives the
-same events, story paths and sources whether it came from a dump or from the rendered site.
+same events, story paths and sources whether it came from a dump or from the rendered site
+(the rendered form is read by ``udfs.wcep_html``).
 
 A bullet with deeper bullets under it is a story (its text joins the story path of everything
 below it); a bullet without is an event. External links are citations when their label is
@@ -19,14 +20,13 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import unquote
 
-import lxml.html
 import mwparserfromhell
 from mwparserfromhell.nodes import ExternalLink
 
 from udfs.ids import stable_id
-from udfs.wikitext import PlainText, normalize_title, one_line, parse_timestamp
+from udfs.wikitext import PlainText, one_line, parse_timestamp
 
 MONTHS = {name: number for number, name in enumerate(calendar.month_name) if name}
 _DAY_TITLE = re.compile(r"^Portal:Current events/(\d{4}) ([A-Za-z]+) (\d{1,2})$")
@@ -44,7 +44,6 @@ _BOLD_LINE = re.compile(r"^'''(.+?)'''$")
 _TERM_LINE = re.compile(r"^;\s*(.+)$")
 _WORD = re.compile(r"\w")
 _NUMBERED_LINK = re.compile(r"\[\d+\]")
-_SKIPPED_HTML_CLASSES = frozenset({"noprint", "reference", "mw-ref"})
 
 
 class DayPageError(ValueError):
@@ -331,125 +330,6 @@ def parse_wikitext_day(title: str, wikitext: str | None) -> tuple[date, str, lis
     if not events:
         raise DayPageError("no_events", f"{layout} layout with no event bullets")
     return day, layout, events
-
-
-# ---------------------------------------------------------------- rendered HTML
-
-
-def title_from_href(href: str | None) -> str | None:
-    """The English Wikipedia page a link points to (``/wiki/X``, ``…/wiki/X``, red links)."""
-    if not href:
-        return None
-    parts = urlsplit(href)
-    if parts.netloc not in ("", "en.wikipedia.org"):
-        return None
-    if parts.path.startswith("/wiki/"):
-        return normalize_title(unquote(parts.path[len("/wiki/") :]))
-    if parts.path.endswith("/index.php"):
-        titles = parse_qs(parts.query).get("title")
-        return normalize_title(titles[0]) if titles else None
-    return None
-
-
-def _absolute(href: str) -> str:
-    return "https:" + href if href.startswith("//") else href
-
-
-def _html_inline(element, segments: list[str | Citation], links: list[str]) -> None:
-    """Append the segments of one inline element and its tail."""
-    if isinstance(element.tag, str):
-        classes = set((element.get("class") or "").split())
-        if element.tag == "a" and "external" in classes:
-            href = _absolute(element.get("href") or "")
-            label = element.text_content()
-            segments.append(Citation(href, "" if label.strip() == href else label))
-        elif element.tag not in ("style", "script") and not classes & _SKIPPED_HTML_CLASSES:
-            if element.tag == "a":
-                target = title_from_href(element.get("href"))
-                if target:
-                    links.append(target)
-            if element.tag == "br":
-                segments.append(" ")
-            _html_own_content(element, segments, links)
-    segments.append(element.tail or "")
-
-
-def _html_own_content(element, segments: list[str | Citation], links: list[str]) -> None:
-    """Text and inline children of an element, leaving out nested lists."""
-    segments.append(element.text or "")
-    for child in element:
-        if child.tag in ("ul", "ol"):
-            segments.append(child.tail or "")
-        else:
-            _html_inline(child, segments, links)
-
-
-def _html_list(ul, depth: int, category: str | None, bullets: list[Bullet]) -> None:
-    for li in ul.iterchildren("li"):
-        segments: list[str | Citation] = []
-        links: list[str] = []
-        _html_own_content(li, segments, links)
-        bullets.append(Bullet(depth, category, tuple(segments), tuple(links)))
-        for nested in li.iterchildren("ul", "ol"):
-            _html_list(nested, depth + 1, category, bullets)
-
-
-def _html_heading(element) -> str | None:
-    """The category of a ``<p><b>Category</b></p>`` paragraph (or a content-heading div)."""
-    text = one_line(element.text_content())
-    if "current-events-content-heading" in (element.get("class") or ""):
-        return text or None
-    bold = element.find("b")
-    if element.tag == "p" and bold is not None and one_line(bold.text_content()) == text:
-        return text or None
-    return None
-
-
-def html_bullets(html: str) -> tuple[date | None, list[Bullet]]:
-    """The date stamped in a rendered day page (``dtstart``) and its bullets."""
-    document = lxml.html.fromstring(html)
-    contents = document.find_class("current-events-content")
-    if not contents:
-        raise DayPageError("unknown_layout", "no current-events-content block in the HTML")
-    stamp = None
-    for element in document.find_class("dtstart"):
-        try:
-            stamp = date.fromisoformat(element.text_content().strip())
-        except ValueError:
-            continue
-        break
-    bullets: list[Bullet] = []
-    category: str | None = None
-    for content in contents:
-        for child in content.iterchildren():
-            if child.tag in ("ul", "ol"):
-                _html_list(child, 1, category, bullets)
-            elif isinstance(child.tag, str):
-                category = _html_heading(child) or category
-    return stamp, bullets
-
-
-def parse_html_day(
-    html: str | None, date_hint: date | None, reference: str | None
-) -> tuple[date, list[Event]]:
-    """Date and events of a rendered day page; raises ``DayPageError``.
-
-    The date is the page's own ``dtstart`` stamp, else ``date_hint`` (the input's date field),
-    else the day named by ``reference`` (feed title or link). A stamp that contradicts the hint
-    is an error rather than a guess.
-    """
-    if not html or not html.strip():
-        raise DayPageError("empty_page", "no HTML")
-    stamp, bullets = html_bullets(html)
-    if stamp and date_hint and stamp != date_hint:
-        raise DayPageError("date_mismatch", f"page says {stamp}, input says {date_hint}")
-    day = stamp or date_hint or date_of_reference(reference)
-    if day is None:
-        raise DayPageError("no_date", f"no date in the page or in {reference!r}")
-    events = build_events(bullets)
-    if not events:
-        raise DayPageError("no_events", f"{len(bullets)} bullets and no event among them")
-    return day, events
 
 
 # ---------------------------------------------------------------- one page per day

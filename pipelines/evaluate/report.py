@@ -20,7 +20,8 @@ from typing import Any
 import pyarrow as pa
 
 from udfs import storage
-from udfs.evaluate.leaderboard import baseline_results, drift_tables, leaderboard, ordering_uniform
+from udfs.evaluate.baselines import baseline_results, ordering_uniform
+from udfs.evaluate.leaderboard import drift_tables, leaderboard
 from udfs.evaluate.scoring import RESULT_SCHEMA
 from udfs.layout import Layout
 

@@ -21,6 +21,7 @@ from udfs import storage
 from udfs.index_docs import cutoff_filter, quoted_list
 from udfs.layout import Layout
 from udfs.retrieval import Hit, LeakageError, check_hits
+from udfs.timeutil import to_utc
 
 MODES = ("bm25", "dense", "hybrid")
 # Hybrid queries project their sub-queries' score columns implicitly, which lance warns about on
@@ -99,7 +100,7 @@ class ArticleIndex:
         if any(h.published_at is None for h in hits):
             raise LeakageError(f"an undated article came back for cutoff {cutoff}")
         check_hits(hits, cutoff)
-        if since is not None and any(h.published_at < _utc(since) for h in hits):
+        if since is not None and any(h.published_at < to_utc(since) for h in hits):
             raise LeakageError(f"an article before --since {since} came back")
         return hits
 
@@ -135,9 +136,3 @@ def _score(row: dict) -> float:
     if "_distance" in row:
         return 1.0 - row["_distance"]
     return row["_score"]
-
-
-def _utc(when: dt.date | dt.datetime) -> dt.datetime:
-    from udfs.timeutil import to_utc
-
-    return to_utc(when)

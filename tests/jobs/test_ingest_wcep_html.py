@@ -14,7 +14,7 @@ import pytest
 
 from jobs import ingest_wcep_html
 from tests.table_checks import read_conforming
-from udfs import storage, wcep
+from udfs import storage, wcep, wcep_html
 from udfs.schemas import SOURCE_REJECT_REASONS, SOURCE_REJECTED, WCEP_EVENTS
 
 pytestmark = pytest.mark.spark
@@ -71,7 +71,7 @@ def test_every_day_in_the_samples_yields_its_events(html_run, archive):
     assert set(by_day) == set(archive)
     for day, row in archive.items():
         written = sorted(by_day[day], key=lambda e: e["position"])
-        _, parsed = wcep.parse_html_day(row["html"], day, row["title"])
+        _, parsed = wcep_html.parse_html_day(row["html"], day, row["title"])
         assert written == wcep.event_rows(day, parsed, "html"), day
     assert all(e["category"] for e in events)
     assert sum(bool(e["story_path"]) for e in events) > len(events) / 2

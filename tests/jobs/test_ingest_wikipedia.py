@@ -13,7 +13,7 @@ import pytest
 
 from jobs import ingest_wikipedia
 from tests.table_checks import read_conforming
-from udfs import storage, wcep
+from udfs import storage, wcep, wcep_html
 from udfs.schemas import SOURCE_REJECT_REASONS, SOURCE_REJECTED, WCEP_EVENTS, WIKI_PAGES
 
 pytestmark = pytest.mark.spark
@@ -104,7 +104,7 @@ def test_portal_day_pages_become_the_events_of_their_layout(wiki_run, shared_dat
         written = sorted((e for e in events if e["date"] == day), key=lambda e: e["position"])
         _, _, parsed = wcep.parse_wikitext_day(wcep.day_title(day), (FIXTURES / fixture).read_text())
         assert written == wcep.event_rows(day, parsed, "wikitext")
-        _, from_html = wcep.parse_html_day(rendered[day.isoformat()], day, None)
+        _, from_html = wcep_html.parse_html_day(rendered[day.isoformat()], day, None)
         assert written == wcep.event_rows(day, from_html, "wikitext")
 
 

@@ -10,14 +10,8 @@ from pipelines.benchmarks import write_eval_items
 from pipelines.evaluate.inputs import discover_benchmarks, load_items, select
 from udfs import storage
 from udfs.eval_items import EVAL_ITEM_SCHEMA, YES_NO
-from udfs.evaluate.leaderboard import (
-    ALL_MACRO,
-    ALL_MICRO,
-    baseline_results,
-    drift_tables,
-    leaderboard,
-    ordering_uniform,
-)
+from udfs.evaluate.baselines import baseline_results, ordering_uniform
+from udfs.evaluate.leaderboard import ALL_MACRO, ALL_MICRO, drift_tables, leaderboard
 
 CUT = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import lxml.html
 import pytest
 
-from udfs import wcep
+from udfs import wcep, wcep_html
 from udfs.wcep import Bullet, Citation, DayCapture, DayPageError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "wcep"
@@ -206,7 +206,7 @@ def test_each_layout_fixture_is_recognised(name):
 def test_wikitext_layout_gives_the_same_rows_as_the_rendered_page(name, html_days):
     _, day = LAYOUT_FIXTURES[name]
     _, _, from_wikitext = wcep.parse_wikitext_day(wcep.day_title(day), (FIXTURES / name).read_text())
-    _, from_html = wcep.parse_html_day(html_days[day.isoformat()]["html"], day, None)
+    _, from_html = wcep_html.parse_html_day(html_days[day.isoformat()]["html"], day, None)
     wikitext_rows = wcep.event_rows(day, from_wikitext, "wikitext")
     html_rows = wcep.event_rows(day, from_html, "wikitext")
     assert len(wikitext_rows) == len(html_rows) >= 4
@@ -257,7 +257,7 @@ def test_every_real_html_day_yields_events_with_categories_stories_and_sources(h
     assert len(html_days) == 285
     unsourced = []
     for day_iso, row in html_days.items():
-        day, events = wcep.parse_html_day(row["html"], date.fromisoformat(day_iso), row["title"])
+        day, events = wcep_html.parse_html_day(row["html"], date.fromisoformat(day_iso), row["title"])
         assert day.isoformat() == day_iso
         leaves, nested = expected_leaves(row["html"])
         assert len(events) == leaves, day_iso
@@ -274,20 +274,20 @@ def test_every_real_html_day_yields_events_with_categories_stories_and_sources(h
 def test_every_feed_item_yields_the_same_events_as_the_archived_page(feed_items, html_days):
     assert len(feed_items) == 15
     for title, description in feed_items:
-        day, events = wcep.parse_html_day(description, None, title)
+        day, events = wcep_html.parse_html_day(description, None, title)
         assert events, title
         assert title.endswith(f"{day:%B} {day:%d}, {day.year}")
-        _, archived = wcep.parse_html_day(html_days[day.isoformat()]["html"], day, None)
+        _, archived = wcep_html.parse_html_day(html_days[day.isoformat()]["html"], day, None)
         assert events == archived
 
 
 def test_html_details(html_days):
-    _, events = wcep.parse_html_day(html_days["2025-10-13"]["html"], date(2025, 10, 13), None)
+    _, events = wcep_html.parse_html_day(html_days["2025-10-13"]["html"], date(2025, 10, 13), None)
     rail = next(e for e in events if "two trains collide" in e.text)
     # a red link with an {{ill}} language note: the story is named and linked without the note
     assert rail.story_path == ("Jablonov nad Turňou rail collision",)
     assert rail.story_links == ("Jablonov nad Turňou rail collision",)
-    _, events = wcep.parse_html_day(html_days["2026-07-03"]["html"], date(2026, 7, 3), None)
+    _, events = wcep_html.parse_html_day(html_days["2026-07-03"]["html"], date(2026, 7, 3), None)
     messi = next(e for e in events if "Messi" in e.text)
     assert messi.source_names == ("AP", "ESPN", "")  # the last is a bare numbered link [1]
     assert messi.text.endswith("one of the greatest FIFA World Cup ever.")
@@ -313,7 +313,7 @@ def test_html_details(html_days):
 )
 def test_html_day_pages_without_events_raise_with_a_reason(page, hint, reason):
     with pytest.raises(DayPageError) as err:
-        wcep.parse_html_day(page, hint, "no date in here")
+        wcep_html.parse_html_day(page, hint, "no date in here")
     assert err.value.reason == reason
 
 
