@@ -123,7 +123,7 @@ def test_a_page_the_parser_fails_on_is_rejected_not_fatal(monkeypatch):
     def fail(*args):
         raise RecursionError("markup nested too deeply")
 
-    monkeypatch.setattr(wcep, "parse_html_day", fail)
+    monkeypatch.setattr(wcep_html, "parse_html_day", fail)
     record = {
         "file": "file:/x/days.jsonl.gz",
         "item": "Current Events - June 13, 2026",
