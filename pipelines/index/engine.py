@@ -1,7 +1,7 @@
 """Searching the article index: BM25, dense and hybrid queries with the cutoff inside the engine.
 
 ``ArticleIndex(root).search(query, cutoff, k=10, mode="hybrid")`` sends one LanceDB query whose
-prefilter is ``published_at < cutoff`` (and ``>= since``, and ``article_id NOT IN exclude``), so a
+prefilter is ``published_at < cutoff`` (and ``>= since``, ``article_id NOT IN exclude``, ``IN within``), so a
 full top-k of eligible articles comes back whenever k exist — never a post-filtered top-k. Every
 hit is checked against its cutoff before it leaves this module (``LeakageError``); undated
 articles are not in the index at all. Modes: ``bm25`` (LanceDB's full-text index), ``dense``
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from udfs import storage
-from udfs.index_docs import cutoff_filter, quoted_list
+from udfs.index_docs import eligible
 from udfs.layout import Layout
 from udfs.retrieval import Hit, LeakageError, check_hits
 from udfs.timeutil import to_utc
@@ -78,13 +78,17 @@ class ArticleIndex:
         mode: str = "hybrid",
         since: dt.date | dt.datetime | None = None,
         exclude: Collection[str] = (),
+        within: Collection[str] | None = None,
+        distinct: bool = False,
     ) -> list[IndexHit]:
-        """The top ``k`` articles published in ``[since, cutoff)`` for ``query``, best first."""
+        """The top ``k`` articles published in ``[since, cutoff)`` for ``query``, best first;
+        never one of ``exclude``, only ones of ``within`` when given, and no marked near-duplicate
+        when ``distinct``."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
-        where = cutoff_filter(cutoff, since)
-        if exclude:
-            where += f" AND article_id NOT IN ({quoted_list(sorted(exclude))})"
+        if within is not None and not within:
+            return []
+        where = eligible(cutoff, since, exclude, within, distinct)
         rows = self._query(query, mode).where(where, prefilter=True).limit(k).to_list()
         hits = [
             IndexHit(
@@ -103,6 +107,19 @@ class ArticleIndex:
         if since is not None and any(h.published_at < to_utc(since) for h in hits):
             raise LeakageError(f"an article before --since {since} came back")
         return hits
+
+    def count(
+        self,
+        cutoff: dt.date | dt.datetime,
+        since: dt.date | dt.datetime | None = None,
+        exclude: Collection[str] = (),
+        within: Collection[str] | None = None,
+        distinct: bool = False,
+    ) -> int:
+        """How many articles a search with these bounds may return (its eligible set)."""
+        if within is not None and not within:
+            return 0
+        return self.table.count_rows(eligible(cutoff, since, exclude, within, distinct))
 
     def _query(self, query: str, mode: str) -> Any:
         columns = ["article_id", "published_at", "host", "title"]

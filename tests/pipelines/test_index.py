@@ -78,7 +78,7 @@ def test_since_and_exclude_act_inside_the_query(local_root):
 
 
 def test_a_hit_at_or_after_its_cutoff_is_never_returned(local_root, monkeypatch):
-    monkeypatch.setattr(engine, "cutoff_filter", lambda cutoff, since=None: "true")  # the prefilter lost
+    monkeypatch.setattr(engine, "eligible", lambda *a, **k: "true")  # the prefilter lost
     with pytest.raises(LeakageError):
         ArticleIndex(local_root).search("zeppelin hangar", T, k=10, mode="bm25")
 

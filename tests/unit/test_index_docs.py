@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 
+import numpy as np
 import pyarrow as pa
 
-from udfs.index_docs import cutoff_filter, documents, quoted_list
+from udfs.embeddings import embed
+from udfs.index_docs import cutoff_filter, documents, eligible, quoted_list
 
 
 def test_documents_keep_dated_articles_with_title_and_lead():
@@ -18,12 +20,14 @@ def test_documents_keep_dated_articles_with_title_and_lead():
             "host": ["x.org", "y.org", "z.org"],
             "title": ["Storm", "Undated", None],
             "text": ["one two three four", "text", "alpha beta"],
+            "near_duplicate_of": [None, None, "a"],
         }
     )
     docs = documents(batch, lead_words=2)
     assert docs["article_id"].to_pylist() == ["a", "c"]
     assert docs["text"].to_pylist() == ["Storm one two", "alpha beta"]
     assert docs["published_date"].to_pylist() == [dt.date(2024, 3, 1)] * 2
+    assert docs["near_duplicate_of"].to_pylist() == [None, "a"]
 
 
 def test_cutoff_filters_are_utc_to_the_microsecond():
@@ -33,3 +37,17 @@ def test_cutoff_filters_are_utc_to_the_microsecond():
     both = cutoff_filter(dt.datetime(2024, 3, 1), since=dt.date(2024, 2, 1))
     assert both.startswith("published_at < ") and " AND published_at >= " in both
     assert quoted_list(["a", "o'b"]) == "'a', 'o''b'"
+
+
+def test_the_prefilter_carries_every_bound():
+    where = eligible(dt.date(2024, 3, 1), exclude={"g'1"}, within={"a", "b"}, distinct=True)
+    assert "published_at < " in where and "article_id NOT IN ('g''1')" in where
+    assert "article_id IN ('a', 'b')" in where and where.endswith("near_duplicate_of IS NULL")
+
+
+def test_hashing_encoder_is_deterministic_and_normalised():
+    vectors = embed(["Storm storm harbour", "storm harbour storm", "", "budget"], "hashing-64")
+    assert vectors.shape == (4, 64)
+    assert np.allclose(vectors[0], vectors[1]) and not vectors[2].any()
+    assert np.allclose(np.linalg.norm(vectors[[0, 3]], axis=1), 1.0)
+    assert float(vectors[0] @ vectors[3]) < 0.5
