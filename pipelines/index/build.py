@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from pipelines.index.config import Config
-from pipelines.index.engine import TABLE, connect, has_index
+from pipelines.index.engine import TABLE, UNDATED, connect, has_index
 from udfs import storage
 from udfs.index_docs import ARTICLE_COLUMNS, documents, index_schema
 from udfs.layout import Layout
@@ -41,7 +41,6 @@ from udfs.schemas import ARTICLES
 log = logging.getLogger("augury.index")
 ANN_MIN_ROWS = 100_000  # below this, exact vector search is fast enough and exact
 MANIFEST = "_partitions.json"
-UNDATED = "__HIVE_DEFAULT_PARTITION__"
 
 
 def partitions(articles_uri: str) -> dict[str, tuple[str, list[str]]]:
@@ -170,6 +169,7 @@ def _index(table, created: bool) -> None:
     if created or not table.list_indices():
         table.create_fts_index("text", replace=True)
         table.create_scalar_index("published_at", index_type="BTREE", replace=True)
+        table.create_scalar_index("article_id", index_type="BTREE", replace=True)
     else:
         table.optimize()
     has_vector_index = any(i.index_type.startswith("IVF") for i in table.list_indices())

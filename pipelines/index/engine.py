@@ -17,10 +17,14 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from udfs import storage
-from udfs.index_docs import eligible
+from udfs.index_docs import eligible, quoted_list
 from udfs.layout import Layout
 from udfs.retrieval import Hit, LeakageError, check_hits
+from udfs.schemas import ARTICLES
 from udfs.timeutil import to_utc
 
 MODES = ("bm25", "dense", "hybrid")
@@ -28,6 +32,7 @@ MODES = ("bm25", "dense", "hybrid")
 # every query; its warnings are kept out of the logs unless asked for.
 os.environ.setdefault("LANCEDB_LOG", "error")
 TABLE = "articles"
+UNDATED = "__HIVE_DEFAULT_PARTITION__"  # the partition of articles with no publication date
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,7 @@ class ArticleIndex:
     """One open handle on the index table (open one per process or actor, query many times)."""
 
     def __init__(self, root: str, encoder: str | None = None) -> None:
+        self.root = root
         self.table = connect(root).open_table(TABLE)
         self.encoder = encoder or self.table.schema.metadata.get(b"encoder", b"").decode() or None
 
@@ -120,6 +126,35 @@ class ArticleIndex:
         if within is not None and not within:
             return 0
         return self.table.count_rows(eligible(cutoff, since, exclude, within, distinct))
+
+    def articles(self, ids: Collection[str], columns: list[str]) -> pa.Table:
+        """The corpus rows (``columns`` of ``corpus/articles``) of those of ``ids`` that exist,
+        reading only their days' partitions (found in the index; undated ones in the undated
+        partition): a question's working set, never the corpus."""
+        wanted = sorted(set(ids))
+        if not wanted:
+            return ARTICLES.file_schema.empty_table().select(columns)
+        found = (
+            self.table.search()
+            .where(f"article_id IN ({quoted_list(wanted)})")
+            .select(["article_id", "published_date"])
+            .limit(len(wanted))
+            .to_arrow()
+        )
+        days = sorted({d.isoformat() for d in found["published_date"].to_pylist()})
+        if len(found) < len(wanted):
+            days.append(UNDATED)
+        ours = pc.field("article_id").isin(wanted)
+        parts = [
+            storage.read_table(
+                storage.join(ARTICLES.uri(self.root), f"published_date={day}"),
+                ARTICLES.file_schema,
+                columns=columns,
+                filter=ours,
+            )
+            for day in days
+        ]
+        return pa.concat_tables(parts)
 
     def _query(self, query: str, mode: str) -> Any:
         columns = ["article_id", "published_at", "host", "title"]

@@ -77,6 +77,23 @@ def test_since_and_exclude_act_inside_the_query(local_root):
     }
 
 
+def test_within_counts_and_the_articles_of_a_working_set(local_root):
+    index = ArticleIndex(local_root)
+    within = {"at-cutoff", "just-before", "undated", "other"}
+    assert {h.doc_id for h in index.search("zeppelin", MIDNIGHT, 10, "bm25", within=within)} == {
+        "at-cutoff",
+        "just-before",
+    }
+    assert index.search("zeppelin", MIDNIGHT, 10, "bm25", within=set()) == []
+    assert index.count(T) == 3 and index.count(MIDNIGHT) == 5
+    assert index.count(MIDNIGHT, exclude={"other"}, within=within) == 2
+    rows = index.articles(["at-cutoff", "undated", "missing"], ["article_id", "title"])
+    assert dict(zip(rows["article_id"].to_pylist(), rows["title"].to_pylist(), strict=True)) == {
+        "at-cutoff": "Zeppelin hangar reopens",
+        "undated": "Zeppelin hangar, undated note",
+    }
+
+
 def test_a_hit_at_or_after_its_cutoff_is_never_returned(local_root, monkeypatch):
     monkeypatch.setattr(engine, "eligible", lambda *a, **k: "true")  # the prefilter lost
     with pytest.raises(LeakageError):
