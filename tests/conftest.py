@@ -134,12 +134,14 @@ def ray_local(local_model_dir):
 
 
 @pytest.fixture(scope="session")
-def corpus_root(tmp_path_factory, spark, shared_data) -> str:
+def corpus_root(tmp_path_factory, spark, shared_data, ray_local) -> str:
     """A root holding the real corpus, built once per session by the real Spark jobs from the
     sample data: CC-NEWS articles (news-please), the dbpedia minidump plus the WCEP wikitext
-    fixtures, and the rendered WCEP day pages. Treat it as read-only; copy it (``root_with_corpus``)
-    to write beside it."""
+    fixtures, and the rendered WCEP day pages, and the article index over it (as after the
+    demo's index step). Treat it as read-only; copy it (``root_with_corpus``) to write beside it."""
     from jobs import ingest_news, ingest_wcep_html, ingest_wikipedia
+    from pipelines.index import build as index_build
+    from pipelines.index.config import Config as IndexConfig
 
     root = str(tmp_path_factory.mktemp("corpus"))
     ingest_news.run(
@@ -165,6 +167,7 @@ def corpus_root(tmp_path_factory, spark, shared_data) -> str:
         ),
         spark,
     )
+    index_build.run(IndexConfig(root=root))
     return root
 
 
