@@ -2,13 +2,16 @@
 
 An index document is a dated article's id, publication time and day, host, title, its
 retrieval text (the title and the lead: the first ``lead_words`` words of the body) and the id of
-the article it nearly duplicates, if the corpus marked one. Undated
-articles never enter the index, so no search can return one.
+the article it nearly duplicates, if the corpus marked one. A passage document is a piece of the
+body of at most N words that keeps paragraphs whole where they fit. Undated articles never enter
+the index, so no search can return one. Strict statistics are per-day term document frequencies
+and day sizes of the article documents (``term_statistics``), summed over a window at query time.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Collection
 
 import pyarrow as pa
@@ -18,19 +21,39 @@ from udfs.schemas import UTC_TS
 from udfs.text import first_words
 from udfs.timeutil import to_utc
 
+_TERM = re.compile(r"[^\W_]+")
+MAX_TERM = 40
+TERM_DAYS = pa.schema(
+    [
+        pa.field("published_date", pa.date32(), nullable=False),
+        pa.field("term", pa.string(), nullable=False),
+        pa.field("df", pa.int64(), nullable=False),
+    ]
+)
+DAY_SIZES = pa.schema(
+    [
+        pa.field("published_date", pa.date32(), nullable=False),
+        pa.field("docs", pa.int64(), nullable=False),
+        pa.field("tokens", pa.int64(), nullable=False),
+    ]
+)
 ARTICLE_COLUMNS = ["article_id", "published_at", "host", "title", "text", "near_duplicate_of"]
 
 
-def index_schema(dim: int) -> pa.Schema:
-    """The index table: one row per dated article, with its ``dim``-dimensional embedding."""
+def index_schema(dim: int, passages: bool = False) -> pa.Schema:
+    """The index table: one row per dated article (or per passage of one), with its
+    ``dim``-dimensional embedding."""
     return pa.schema(
-        [
+        [pa.field("passage_id", pa.string(), nullable=False)] * passages
+        + [
             pa.field("article_id", pa.string(), nullable=False),
             pa.field("published_at", UTC_TS, nullable=False),
             pa.field("published_date", pa.date32(), nullable=False),
             pa.field("host", pa.string()),
             pa.field("title", pa.string()),
-            pa.field("text", pa.string(), nullable=False),  # title + lead: what BM25 and the encoder see
+            pa.field(
+                "text", pa.string(), nullable=False
+            ),  # title + lead, or the passage: what BM25 and the encoder see
             pa.field("near_duplicate_of", pa.string()),  # the kept article this one nearly repeats
             pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
         ]
@@ -58,12 +81,101 @@ def documents(batch: pa.Table, lead_words: int) -> pa.Table:
     )
 
 
+def pack_passages(text: str, words: int) -> list[str]:
+    """The body cut into passages of at most ``words`` words that keep paragraphs whole where
+    they fit: paragraphs are packed in order, a longer paragraph is split."""
+    passages: list[str] = []
+    current: list[str] = []
+    for paragraph in (text or "").split("\n"):
+        tokens = paragraph.split()
+        if current and len(current) + len(tokens) > words:
+            passages.append(" ".join(current))
+            current = []
+        while len(tokens) > words:
+            passages.append(" ".join(tokens[:words]))
+            tokens = tokens[words:]
+        current += tokens
+    if current:
+        passages.append(" ".join(current))
+    return passages
+
+
+def passages(batch: pa.Table, words: int) -> pa.Table:
+    """Passage documents of the dated articles of ``batch``: ``passage_id`` (``<article>#<n>``),
+    the article's fields and the passage as ``text``."""
+    dated = batch.filter(pc.is_valid(batch["published_at"]))
+    chunks = [pack_passages(t, words) for t in dated["text"].to_pylist()]
+    owner = pa.array([i for i, c in enumerate(chunks) for _ in c], pa.int64())
+    rows = dated.take(owner)
+    published = rows["published_at"].cast(UTC_TS)
+    ids = [
+        f"{a}#{n}"
+        for a, c in zip(dated["article_id"].to_pylist(), chunks, strict=True)
+        for n in range(len(c))
+    ]
+    return pa.table(
+        {
+            "passage_id": pa.array(ids, pa.string()),
+            "article_id": rows["article_id"],
+            "published_at": published,
+            "published_date": pc.cast(published, pa.date32()),
+            "host": rows["host"],
+            "title": rows["title"],
+            "text": pa.array([p for c in chunks for p in c], pa.string()),
+            "near_duplicate_of": rows["near_duplicate_of"],
+        }
+    )
+
+
+def terms(text: str) -> list[str]:
+    """The terms strict statistics count: lowercase runs of letters and digits, at most 40
+    characters (the engine's full-text tokenizer splits the same way)."""
+    return [t for t in _TERM.findall((text or "").lower()) if len(t) <= MAX_TERM]
+
+
+def term_statistics(docs: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """Per-day statistics of a batch of index documents, the parts strict BM25 sums over a
+    window: (``published_date, term, df``) and (``published_date, docs, tokens``). Rows of
+    several batches for one day add up."""
+    days = docs["published_date"].to_pylist()
+    pairs_day, pairs_term, lengths = [], [], []
+    for day, text in zip(days, docs["text"].to_pylist(), strict=True):
+        tokens = terms(text)
+        lengths.append(len(tokens))
+        unique = set(tokens)
+        pairs_term += unique
+        pairs_day += [day] * len(unique)
+    df = (
+        pa.table(
+            {"published_date": pa.array(pairs_day, pa.date32()), "term": pa.array(pairs_term, pa.string())}
+        )
+        .group_by(["published_date", "term"])
+        .aggregate([([], "count_all")])
+        .rename_columns(["published_date", "term", "df"])
+    )
+    sizes = (
+        pa.table({"published_date": docs["published_date"], "tokens": pa.array(lengths, pa.int64())})
+        .group_by("published_date")
+        .aggregate([([], "count_all"), ("tokens", "sum")])
+    )
+    return (
+        df.select(["published_date", "term", "df"]).cast(TERM_DAYS),
+        pa.table(
+            {
+                "published_date": sizes["published_date"],
+                "docs": sizes["count_all"],
+                "tokens": sizes["tokens_sum"],
+            }
+        ).cast(DAY_SIZES),
+    )
+
+
 def cutoff_filter(cutoff: dt.date | dt.datetime, since: dt.date | dt.datetime | None = None) -> str:
     """The engine's prefilter for ``[since, cutoff)``: a date is its midnight UTC, a naive time is
     UTC, an aware time is converted to UTC; microseconds are kept."""
-    clauses = [f"published_at < {_timestamp(cutoff)}"]
+    clauses = [f"published_at < {timestamp_literal(cutoff)}"]
     if since is not None:
-        clauses.append(f"published_at >= {_timestamp(since)}")
+        clauses.append(f"published_at >= {timestamp_literal(since)}")
     return " AND ".join(clauses)
 
 
@@ -86,7 +198,8 @@ def eligible(
     return " AND ".join(clauses)
 
 
-def _timestamp(when: dt.date | dt.datetime) -> str:
+def timestamp_literal(when: dt.date | dt.datetime) -> str:
+    """A UTC microsecond timestamp literal for the engine's SQL filters."""
     iso = to_utc(when).replace(tzinfo=None).isoformat(timespec="microseconds")
     return f"arrow_cast('{iso}Z', 'Timestamp(Microsecond, Some(\"UTC\"))')"
 

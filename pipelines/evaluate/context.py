@@ -1,10 +1,11 @@
 """What a forecaster may read: retrieved articles with the cutoff inside the search, or the gold
 articles in the (non-forecasting) gold-context mode.
 
-Indexes are built once per run over the dated articles (one per retriever, chunk size and
-strictness) and serve every cutoff. Every context is checked twice (spec R2): ``udfs.retrieval``
-checks its hits, and ``check_context`` checks them again against the articles table's own dates
-and the item's gold articles — a failure raises ``LeakageError`` and aborts the run.
+Searches go to the article index (``pipelines.index``: the cutoff is a prefilter inside the
+engine query; chunked settings search its passage table of that size; strict settings use window
+statistics). Every context is checked twice (spec R2): the index checks its hits, and
+``check_context`` checks them again against the articles table's own dates and the item's gold
+articles — a failure raises ``LeakageError`` and aborts the run.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
+from pipelines.index.engine import TABLE, ArticleIndex, IndexHit, has_index, passage_table
 from udfs import retrieval
-from udfs.retrieval import BM25Index, DenseIndex, Hit, HybridIndex, LeakageError
-from udfs.schemas import ARTICLES
+from udfs.retrieval import Hit, LeakageError
+from udfs.text import first_words
 from udfs.timeutil import to_utc
 
 RETRIEVERS = ("bm25", "dense", "hybrid")
@@ -28,10 +30,10 @@ class RetrievalConfig:
 
     k: int = 5
     doc_words: int = 512  # each article (or chunk) shown cut to its first N words
-    chunk_words: int | None = None  # index chunks of N words instead of whole articles
+    chunk_words: int | None = None  # search the index's passages of N words instead of whole articles
     since: dt.date | None = None  # lower bound of the accessible window (inclusive)
     rag_cutoff: dt.date | None = None  # Daily Oracle's R: the cutoff is min(t_cut, R)
-    strict: bool = False  # BM25 statistics from the eligible window only (one index per window)
+    strict: bool = False  # BM25 statistics from the eligible window only (pipelines.index.strict)
 
     def __post_init__(self) -> None:
         if self.k < 1 or self.doc_words < 1 or (self.chunk_words is not None and self.chunk_words < 1):
@@ -58,121 +60,100 @@ def retrieval_config(
     return dataclasses.replace(base, **override) if override else base
 
 
-@dataclass
-class Article:
-    published_at: dt.datetime | None
-    title: str
-    text: str
-
-
 @dataclass(frozen=True)
 class Context:
     """The documents a forecaster sees, oldest first, with the retrieval log of R2."""
 
     docs: list[dict[str, str]]  # {date, title, text} for the prompt
-    ids: list[str]  # article ids (chunk ids for chunked indexes)
+    ids: list[str]  # article ids (passage ids for passage tables)
     dates: list[dt.datetime | None]
     n_eligible: int | None
 
 
 class Corpus:
-    """The articles table in memory, and the indexes built over its dated articles."""
+    """What the evaluation reads of the corpus: searches go to the article index (one open
+    handle per table, reused for every item) and the articles shown are fetched by id from their
+    day partitions, so a run holds one item's working set, never the corpus."""
 
-    def __init__(self, articles: dict[str, Article]):
-        self.articles = articles
-        self._indexes: dict[tuple, Any] = {}
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._tables: dict[str, ArticleIndex] = {}
 
     @classmethod
     def load(cls, root: str) -> Corpus:
-        table = ARTICLES.read(root, columns=["article_id", "title", "text", "published_at"])
-        return cls(
-            {
-                r["article_id"]: Article(r["published_at"], r["title"] or "", r["text"] or "")
-                for r in table.to_pylist()
-            }
-        )
+        if not has_index(root):
+            raise FileNotFoundError(
+                f"no article index at {root}: run python -m pipelines.index --root {root} first"
+            )
+        return cls(root)
 
-    def __len__(self) -> int:
-        return len(self.articles)
+    def table(self, name: str = TABLE) -> ArticleIndex:
+        """The open handle on one index table (the articles, or passages of one size)."""
+        if name not in self._tables:
+            self._tables[name] = ArticleIndex(self.root, name)
+        return self._tables[name]
 
-    def _documents(self, chunk_words: int | None) -> tuple[list, list, list, list | None]:
-        dated = sorted(k for k, a in self.articles.items() if a.published_at is not None)
-        texts = [f"{self.articles[k].title}\n{self.articles[k].text}" for k in dated]
-        stamps = [self.articles[k].published_at for k in dated]
-        if chunk_words is None:
-            return dated, stamps, texts, None
-        ids, dates, chunks, sources = retrieval.chunk_documents(dated, stamps, texts, chunk_words)
-        return ids, dates, chunks, sources
-
-    def index(self, retriever: str, rc: RetrievalConfig):
-        """The (cached) index of one retriever over the dated articles or their chunks."""
-        if retriever not in RETRIEVERS:
-            raise ValueError(f"retriever must be one of {RETRIEVERS}")
-        strict = rc.strict and retriever != "dense"
-        key = (retriever, rc.chunk_words, strict)
-        if key not in self._indexes:
-            ids, stamps, texts, sources = self._documents(rc.chunk_words)
-            if retriever == "bm25":
-                built: Any = BM25Index(ids, stamps, texts, strict=strict, sources=sources)
-            elif retriever == "dense":
-                built = DenseIndex(ids, stamps, texts, sources=sources)
-            else:
-                built = HybridIndex(
-                    self.index("bm25", rc),
-                    self.index("dense", dataclasses.replace(rc, strict=False)),
-                )
-            self._indexes[key] = built
-        return self._indexes[key]
+    def articles(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The corpus rows (title, text, publication time) of those of ``ids`` that exist."""
+        rows = self.table().articles(ids, ["article_id", "title", "text", "published_at"])
+        return {r["article_id"]: r for r in rows.to_pylist()}
 
     def retrieve(self, item: dict[str, Any], retriever: str, rc: RetrievalConfig) -> Context:
         """Top-k eligible documents for an item: published in ``[since, min(t_cut, R))``, never
         a gold article, inside the item's fixed article set when it has one."""
-        index = self.index(retriever, rc)
+        if retriever not in RETRIEVERS:
+            raise ValueError(f"retriever must be one of {RETRIEVERS}")
+        index = self.table(passage_table(rc.chunk_words) if rc.chunk_words else TABLE)
         cutoff = effective_cutoff(item["t_cut"], rc)
         within = set(item.get("context_article_ids") or []) or None
         exclude = set(item.get("gold_article_ids") or [])
-        hits = index.search(query_text(item), cutoff, rc.k, exclude=exclude, since=rc.since, within=within)
-        check_context(item, hits, self, cutoff)
-        eligible = int(index.corpus.mask(cutoff, rc.since, exclude, within).sum())
+        strict = rc.strict and retriever != "dense"
+        hits = index.search(
+            query_text(item), cutoff, rc.k, retriever, rc.since, exclude, within, strict=strict
+        )
+        articles = self.articles([h.source_id or h.doc_id for h in hits])
+        check_context(item, hits, articles, cutoff)
         hits = sorted(hits, key=lambda h: (h.published_at, h.rank))  # oldest first (ForecastQA R4, ours)
         return Context(
-            docs=[self._doc(index, h, rc) for h in hits],
+            docs=[_doc(h, articles[h.source_id or h.doc_id], rc.doc_words) for h in hits],
             ids=[h.doc_id for h in hits],
             dates=[h.published_at for h in hits],
-            n_eligible=eligible,
+            n_eligible=index.count(cutoff, rc.since, exclude, within),
         )
-
-    def _doc(self, index: Any, hit: Hit, rc: RetrievalConfig) -> dict[str, str]:
-        article = self.articles[hit.source_id or hit.doc_id]
-        body = index.corpus.text(hit.doc_id) if hit.source_id else article.text  # a chunk shows itself
-        return {
-            "date": hit.published_at.date().isoformat(),
-            "title": article.title,
-            "text": retrieval.first_words(body, rc.doc_words),
-        }
 
     def gold(self, item: dict[str, Any], doc_words: int) -> Context | None:
         """The item's gold articles (gold-context mode, exempt from the cutoff); None when it
         has none in the corpus."""
-        ids = [a for a in item.get("gold_article_ids") or [] if a in self.articles]
-        if not ids:
+        articles = self.articles(list(item.get("gold_article_ids") or []))
+        if not articles:
             return None
-        found = sorted(ids, key=lambda a: (self.articles[a].published_at or to_utc(dt.date.max), a))
+        last = to_utc(dt.datetime.max.replace(tzinfo=dt.UTC))
+        found = sorted(articles, key=lambda a: (articles[a]["published_at"] or last, a))
         return Context(
             docs=[
                 {
-                    "date": self.articles[a].published_at.date().isoformat()
-                    if self.articles[a].published_at
+                    "date": articles[a]["published_at"].date().isoformat()
+                    if articles[a]["published_at"]
                     else "undated",
-                    "title": self.articles[a].title,
-                    "text": retrieval.first_words(self.articles[a].text, doc_words),
+                    "title": articles[a]["title"] or "",
+                    "text": first_words(articles[a]["text"], doc_words),
                 }
                 for a in found
             ],
             ids=found,
-            dates=[self.articles[a].published_at for a in found],
+            dates=[articles[a]["published_at"] for a in found],
             n_eligible=None,
         )
+
+
+def _doc(hit: IndexHit, article: dict[str, Any], doc_words: int) -> dict[str, str]:
+    """A retrieved document as the prompt shows it: a passage shows itself, an article its body."""
+    body = hit.text if hit.source_id else article["text"]
+    return {
+        "date": hit.published_at.date().isoformat(),
+        "title": article["title"] or "",
+        "text": first_words(body or "", doc_words),
+    }
 
 
 def effective_cutoff(t_cut: dt.datetime, rc: RetrievalConfig) -> dt.datetime:
@@ -192,18 +173,20 @@ def query_text(item: dict[str, Any]) -> str:
     return " ".join(p for p in parts if p).strip()
 
 
-def check_context(item: dict[str, Any], hits: list[Hit], corpus: Corpus, cutoff: dt.datetime) -> None:
+def check_context(
+    item: dict[str, Any], hits: list[Hit], articles: dict[str, dict[str, Any]], cutoff: dt.datetime
+) -> None:
     """The second leakage check (R2b): every retrieved article, by the articles table's own
     date, was published before the cutoff, and none is a gold article of the item."""
     gold = set(item.get("gold_article_ids") or [])
     for hit in hits:
         article_id = hit.source_id or hit.doc_id
-        article = corpus.articles.get(article_id)
-        if article is None or article.published_at is None:
+        article = articles.get(article_id)
+        if article is None or article["published_at"] is None:
             raise LeakageError(f"{item['item_id']}: retrieved {article_id}, which has no publication date")
-        if to_utc(article.published_at) >= cutoff:
+        if to_utc(article["published_at"]) >= cutoff:
             raise LeakageError(
-                f"{item['item_id']}: retrieved {article_id} published {article.published_at.isoformat()}, "
+                f"{item['item_id']}: retrieved {article_id} published {article['published_at'].isoformat()}, "
                 f"at or after the cutoff {cutoff.isoformat()}"
             )
         if article_id in gold:

@@ -12,8 +12,8 @@ from typing import Any
 import pyarrow as pa
 
 from pipelines.evaluate.forecast import VERDICT_SCHEMA, Options, variables_of
+from pipelines.index.engine import ArticleIndex
 from pipelines.llm.stage import LLMStage, StageRunner
-from udfs import retrieval
 from udfs.evaluate import answers
 from udfs.evaluate.scoring import score_open
 from udfs.timeutil import to_utc
@@ -23,7 +23,7 @@ def judge_open(
     rows: list[dict[str, Any]],
     items: dict[tuple[str, str], dict[str, Any]],
     judge: StageRunner,
-    evidence: Callable[[], retrieval.EvidenceIndex],
+    evidence: Callable[[], ArticleIndex],
     options: Options,
 ) -> dict[str, int]:
     """Score the open items' result rows in place — LRAE for event lists, the answer judge for
@@ -87,7 +87,7 @@ def _judge_lists(
     rows: list[dict[str, Any]],
     items: dict[tuple[str, str], dict[str, Any]],
     judge: StageRunner,
-    evidence: Callable[[], retrieval.EvidenceIndex],
+    evidence: Callable[[], ArticleIndex],
     options: Options,
 ) -> tuple[int, int]:
     from udfs.embeddings import embed
@@ -135,16 +135,16 @@ def _judge_lists(
     no_evidence = 0
     if failures:
         index = evidence()
-        queries = embed([predictions[n][j] for n, j in failures])
+        queries = index.embed([predictions[n][j] for n, j in failures])
         by_window: dict[tuple, list[int]] = {}
         for q, (n, _) in enumerate(failures):
             window = _evidence_window(_item(items, rows[n]), rows[n]["task"], options)
             by_window.setdefault(window, []).append(q)
         passages: dict[int, list[str]] = {}
         for (start, end), qs in by_window.items():
-            found = index.search_vectors(queries[qs], start, end, options.lrae_evidence_k)
-            for q, positions in zip(qs, found, strict=True):
-                passages[q] = [index.texts[i] for i in positions]
+            for q in qs:
+                found = index.nearest(queries[q], start, end, options.lrae_evidence_k)
+                passages[q] = [h.text for h in found]
         todo = [q for q in range(len(failures)) if passages[q]]
         no_evidence = len(failures) - len(todo)
         if todo:

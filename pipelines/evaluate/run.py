@@ -15,6 +15,7 @@ uniform and majority baselines) and the drift analysis are rebuilt from every re
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import time
 from collections import defaultdict
@@ -36,10 +37,11 @@ from pipelines.evaluate.forecast import (
 )
 from pipelines.evaluate.inputs import load_items, select
 from pipelines.evaluate.judge import judge_open
+from pipelines.index.engine import has_index, passage_table
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.stage import StagePlan, StageRunner
 from pipelines.options import RunOptions
-from udfs import retrieval, storage
+from udfs import storage
 from udfs.cli import InputError, option
 from udfs.layout import Layout
 from udfs.report import RunSummary, combined_table
@@ -84,7 +86,7 @@ class Config(RunOptions):
     retrieval: dict[str, RetrievalConfig] = field(default_factory=lambda: dict(PAPER_RETRIEVAL))
     open_answer_tasks: tuple[str, ...] = ("aqa",)  # open tasks answered in a few words (AQA judge)
     lrae_evidence_k: int = 5
-    lrae_chunk_words: int = 100  # stage-2 passages: paragraphs, split to at most N words
+    lrae_chunk_words: int = 100  # stage-2 passages: the index's passage table of this size
     lrae_window_days: dict[str, int] = field(default_factory=lambda: {"stf": 3})
     dedup_threshold: float = 0.95  # predicted events more similar than this to an earlier one are dropped
 
@@ -115,6 +117,10 @@ class Config(RunOptions):
             raise InputError(f"no such input file: {', '.join(missing)}")
         if {"retrieval", "gold_context"} & set(self.modes):
             layout.require(ARTICLES)
+            if not has_index(self.root):
+                raise InputError(
+                    f"no article index at {self.root}: run python -m pipelines.index --root {self.root} first"
+                )
 
 
 @dataclass
@@ -123,27 +129,6 @@ class Outcome:
     results: list[dict[str, Any]]
     reports: dict[str, Any]
     summaries: list[RunSummary]
-
-
-def _evidence_index(corpus: Corpus, chunk_words: int):
-    """Paragraph chunks of every article, dated or not, for LRAE stage 2 (built on first use)."""
-    built: list[retrieval.EvidenceIndex] = []
-
-    def get() -> retrieval.EvidenceIndex:
-        if not built:
-            ids, dates, texts = [], [], []
-            for article_id, article in sorted(corpus.articles.items()):
-                paragraphs = [p for p in article.text.split("\n") if p.strip()]
-                for n, chunk in enumerate(
-                    c for p in paragraphs for c in retrieval.chunk_words(p, chunk_words)
-                ):
-                    ids.append(f"{article_id}#{n}")
-                    dates.append(article.published_at)
-                    texts.append(chunk)
-            built.append(retrieval.EvidenceIndex(ids, dates, texts))
-        return built[0]
-
-    return get
 
 
 def run(config: Config) -> Outcome:
@@ -172,7 +157,7 @@ def run(config: Config) -> Outcome:
         lrae_window_days=dict(config.lrae_window_days),
         dedup_threshold=config.dedup_threshold,
     )
-    evidence = _evidence_index(corpus, config.lrae_chunk_words)
+    evidence = functools.partial(corpus.table, passage_table(config.lrae_chunk_words))
     judge_llm = config.judge_llm
     model = config.llm.model
     base = f"eval/_runs/{report.model_slug(model)}"

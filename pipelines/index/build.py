@@ -31,9 +31,17 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from pipelines.index.config import Config
-from pipelines.index.engine import TABLE, UNDATED, connect, has_index
+from pipelines.index.engine import (
+    DAY_SIZES_TABLE,
+    TABLE,
+    TERM_DAYS_TABLE,
+    UNDATED,
+    connect,
+    has_index,
+    passage_table,
+)
 from udfs import storage
-from udfs.index_docs import ARTICLE_COLUMNS, documents, index_schema
+from udfs.index_docs import ARTICLE_COLUMNS, documents, index_schema, passages, term_statistics
 from udfs.layout import Layout
 from udfs.report import RunSummary
 from udfs.schemas import ARTICLES
@@ -62,19 +70,24 @@ def partitions(articles_uri: str) -> dict[str, tuple[str, list[str]]]:
 
 
 class Embedder:
-    """Ray Data actor: index documents of a batch of articles, with their embeddings."""
+    """Ray Data actor: index documents (articles, or passages of ``passage_words``) of a batch of
+    articles, with their embeddings."""
 
-    def __init__(self, encoder: str, lead_words: int, batch_size: int) -> None:
+    def __init__(self, encoder: str, lead_words: int, passage_words: int | None, batch_size: int) -> None:
         from udfs.embeddings import HASHING, load_encoder
 
         if not HASHING.fullmatch(encoder):
             load_encoder(encoder)
         self.encoder, self.lead_words, self.batch_size = encoder, lead_words, batch_size
+        self.passage_words = passage_words
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         from udfs.embeddings import embed
 
-        docs = documents(batch, self.lead_words)
+        if self.passage_words is None:
+            docs = documents(batch, self.lead_words)
+        else:
+            docs = passages(batch, self.passage_words)
         vectors = embed(docs["text"].to_pylist(), self.encoder, self.batch_size)
         dim = vectors.shape[1]
         column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel(), pa.float32()), dim)
@@ -93,34 +106,56 @@ def run(config: Config) -> RunSummary:
         _check_encoder(db.open_table(TABLE), config.encoder)
     manifest_uri = storage.join(layout.index(), MANIFEST)
     built = storage.read_json(manifest_uri) if exists and storage.exists(manifest_uri) else {}
+    tables = [TABLE, *(passage_table(n) for n in config.passage_words)]
+    missing = [t for t in tables if t not in db.list_tables().tables]
     changed = sorted(d for d, (fp, _) in current.items() if built.get(d) != fp)
     gone = sorted(set(built) - set(current))
     log.info(
-        "stage=plan %d dated partitions, %d new or changed, %d gone", len(current), len(changed), len(gone)
+        "stage=plan %d dated partitions, %d new or changed, %d gone; tables to create: %s",
+        len(current),
+        len(changed),
+        len(gone),
+        ", ".join(missing) or "none",
     )
     summary.metrics.update(
         {"partitions": len(current), "partitions changed": len(changed), "partitions gone": len(gone)}
     )
-    if not changed and not gone:
+    if not changed and not gone and not missing:
         summary.notes.append("the index is up to date: nothing written")
-        return _finish(summary, db.open_table(TABLE) if exists else None)
-
-    table = db.open_table(TABLE) if exists else None
-    if table is not None:
-        for chunk in range(0, len(changed + gone), 500):
-            days = (changed + gone)[chunk : chunk + 500]
-            table.delete("published_date IN (" + ", ".join(f"date '{d}'" for d in days) + ")")
-    files = [f for d in changed for f in current[d][1]]
-    if files:
-        table = _append(db, table, files, config, summary)
-    if table is not None:
-        _index(table, created=not exists)
+        return _finish(summary, db)
+    for name in tables:
+        days = sorted(current) if name in missing else changed
+        if days or gone:
+            _update(db, name, days, gone, current, config, summary)
     storage.write_json(manifest_uri, {d: fp for d, (fp, _) in current.items()})
-    return _finish(summary, table)
+    return _finish(summary, db)
 
 
-def _append(db, table, files: list[str], config: Config, summary: RunSummary):
-    """Stream the changed partitions through Ray Data into the table; returns the table."""
+def _update(db, name: str, days: list[str], gone: list[str], current: dict, config: Config, summary) -> None:
+    """Delete the rows of ``days`` and ``gone`` from table ``name`` (and, for the articles table,
+    from its statistics), then add the documents of ``days``."""
+    existing = set(db.list_tables().tables)
+    stats = [TERM_DAYS_TABLE, DAY_SIZES_TABLE] if name == TABLE else []
+    for table_name in [name, *stats]:
+        if table_name in existing:
+            table = db.open_table(table_name)
+            for chunk in range(0, len(days + gone), 500):
+                part = (days + gone)[chunk : chunk + 500]
+                table.delete("published_date IN (" + ", ".join(f"date '{d}'" for d in part) + ")")
+    files = [f for d in days for f in current[d][1]]
+    words = None if name == TABLE else int(name.rsplit("_", 1)[1])
+    table = db.open_table(name) if name in existing else None
+    if files:
+        table = _append(db, name, table, files, words, config, summary)
+    if table is not None:
+        _index(table, created=name not in existing, passages=words is not None)
+    for table_name in stats:
+        if table_name in db.list_tables().tables:
+            _index_stats(db.open_table(table_name))
+
+
+def _append(db, name: str, table, files: list[str], words: int | None, config: Config, summary: RunSummary):
+    """Stream the changed partitions through Ray Data into table ``name``; returns the table."""
     import ray
 
     from pipelines.llm.config import LLMConfig
@@ -131,26 +166,44 @@ def _append(db, table, files: list[str], config: Config, summary: RunSummary):
     fs, _ = storage.filesystem(files[0])
     paths = [storage.filesystem(f)[1] for f in files]
     ds = ray.data.read_parquet(paths, filesystem=fs, columns=ARTICLE_COLUMNS, partitioning=None)
-    summary.rows_read = ds.count()
+    read = ds.count()
+    if words is None:
+        summary.rows_read = read
     embedded = ds.map_batches(
         Embedder,
-        fn_constructor_args=(config.encoder, config.lead_words, config.batch_size),
+        fn_constructor_args=(config.encoder, config.lead_words, words, config.batch_size),
         batch_size=config.batch_size,
         batch_format="pyarrow",
         concurrency=config.embed_actors,
         num_gpus=config.embed_gpus or None,
     )
+    written = 0
     for batch in embedded.iter_batches(batch_size=config.batch_size * 4, batch_format="pyarrow"):
         if table is None:
-            schema = index_schema(batch.schema.field("vector").type.list_size)
-            schema = schema.with_metadata({"encoder": config.encoder})
-            table = db.create_table(TABLE, schema=schema)
+            schema = index_schema(batch.schema.field("vector").type.list_size, passages=words is not None)
+            table = db.create_table(name, schema=schema.with_metadata({"encoder": config.encoder}))
         table.add(batch.cast(table.schema))
-        summary.rows_written += batch.num_rows
-        log.info("stage=write rows=%d", summary.rows_written)
-    if summary.rows_read > summary.rows_written:
-        summary.reject("undated", summary.rows_read - summary.rows_written)
+        if words is None:
+            _add_statistics(db, batch)
+        written += batch.num_rows
+        log.info("stage=write table=%s rows=%d", name, written)
+    if words is None:
+        summary.rows_written = written
+        if read > written:
+            summary.reject("undated", read - written)
+    else:
+        summary.metrics[f"{name} rows written"] = written
     return table
+
+
+def _add_statistics(db, docs: pa.Table) -> None:
+    """Append a batch's per-day term document frequencies and day sizes (strict statistics)."""
+    term_days, day_sizes = term_statistics(docs)
+    for name, rows in ((TERM_DAYS_TABLE, term_days), (DAY_SIZES_TABLE, day_sizes)):
+        if name in db.list_tables().tables:
+            db.open_table(name).add(rows)
+        else:
+            db.create_table(name, data=rows)
 
 
 def _check_encoder(table, encoder: str) -> None:
@@ -163,13 +216,13 @@ def _check_encoder(table, encoder: str) -> None:
         )
 
 
-def _index(table, created: bool) -> None:
+def _index(table, created: bool, passages: bool) -> None:
     """Create the indexes on a new table; fold new rows into them on an existing one."""
     rows = table.count_rows()
     if created or not table.list_indices():
         table.create_fts_index("text", replace=True)
-        table.create_scalar_index("published_at", index_type="BTREE", replace=True)
-        table.create_scalar_index("article_id", index_type="BTREE", replace=True)
+        for column in ["published_at", "article_id"] + ["passage_id"] * passages:
+            table.create_scalar_index(column, index_type="BTREE", replace=True)
     else:
         table.optimize()
     has_vector_index = any(i.index_type.startswith("IVF") for i in table.list_indices())
@@ -180,8 +233,20 @@ def _index(table, created: bool) -> None:
     log.info("stage=write indexes up to date over %d rows", rows)
 
 
-def _finish(summary: RunSummary, table) -> RunSummary:
-    summary.metrics["rows in the index"] = table.count_rows() if table is not None else 0
+def _index_stats(table) -> None:
+    """B-trees on the statistics' day and term, so a window sum reads only its rows."""
+    if not table.list_indices():
+        for column in ("published_date", "term") if "term" in table.schema.names else ("published_date",):
+            table.create_scalar_index(column, index_type="BTREE", replace=True)
+    else:
+        table.optimize()
+
+
+def _finish(summary: RunSummary, db) -> RunSummary:
+    names = db.list_tables().tables
+    summary.metrics["rows in the index"] = db.open_table(TABLE).count_rows() if TABLE in names else 0
+    for name in sorted(n for n in names if n.startswith("passages_")):
+        summary.metrics[f"rows in {name}"] = db.open_table(name).count_rows()
     summary.notes.append(
         "rows read = articles of the new or changed partitions; undated ones are not indexed"
     )

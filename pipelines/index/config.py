@@ -20,6 +20,11 @@ class Config:
         help="sentence encoder: the bundled all-MiniLM-L6-v2, a local model path, or hashing-<dim> "
         "(a model-free feature-hashing encoder the benches use on synthetic text)",
     )
+    passage_words: tuple[int, ...] = option(
+        (100, 512),
+        help="also index passages of at most N words per article, one table each "
+        "(100: the judge's evidence, 512: TCELongBench's chunks); empty: none",
+    )
     batch_size: int = option(256, min=1, help="articles per embedding batch")
     embed_actors: int = option(1, min=1, help="embedding actors (Ray Data actor pool size)")
     embed_gpus: float = option(0.0, min=0, help="GPUs per embedding actor (0: CPU)")

@@ -20,8 +20,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipelines.index.strict import StrictStatistics
 from udfs import storage
-from udfs.index_docs import eligible, quoted_list
+from udfs.index_docs import eligible, quoted_list, timestamp_literal
 from udfs.layout import Layout
 from udfs.retrieval import Hit, LeakageError, check_hits
 from udfs.schemas import ARTICLES
@@ -32,7 +33,14 @@ MODES = ("bm25", "dense", "hybrid")
 # every query; its warnings are kept out of the logs unless asked for.
 os.environ.setdefault("LANCEDB_LOG", "error")
 TABLE = "articles"
+TERM_DAYS_TABLE = "term_days"  # strict statistics: (published_date, term, df) per batch and day
+DAY_SIZES_TABLE = "day_sizes"  # strict statistics: (published_date, docs, tokens) per batch and day
 UNDATED = "__HIVE_DEFAULT_PARTITION__"  # the partition of articles with no publication date
+
+
+def passage_table(words: int) -> str:
+    """The table of passages of at most ``words`` words."""
+    return f"passages_{words}"
 
 
 @dataclass(frozen=True)
@@ -41,6 +49,7 @@ class IndexHit(Hit):
 
     host: str | None = None
     title: str | None = None
+    text: str | None = None  # the passage (passage tables) or the indexed title + lead
 
 
 def connect(root: str):
@@ -69,12 +78,22 @@ def has_index(root: str) -> bool:
 
 
 class ArticleIndex:
-    """One open handle on the index table (open one per process or actor, query many times)."""
+    """One open handle on an index table — the articles, or the passages of one size — (open one
+    per process or actor, query many times)."""
 
-    def __init__(self, root: str, encoder: str | None = None) -> None:
+    def __init__(self, root: str, table: str = TABLE) -> None:
         self.root = root
-        self.table = connect(root).open_table(TABLE)
-        self.encoder = encoder or self.table.schema.metadata.get(b"encoder", b"").decode() or None
+        db = connect(root)
+        if table not in db.list_tables().tables:
+            raise FileNotFoundError(
+                f"no index table {table!r} at {root}: run python -m pipelines.index --root {root}"
+                + (f" --passage-words {table.rsplit('_', 1)[1]}" if table.startswith("passages_") else "")
+            )
+        self.db, self.name = db, table
+        self.table = db.open_table(table)
+        self.passages = table != TABLE
+        self.encoder = self.table.schema.metadata.get(b"encoder", b"").decode() or None
+        self._strict = StrictStatistics(db) if not self.passages else None
 
     def search(
         self,
@@ -86,33 +105,40 @@ class ArticleIndex:
         exclude: Collection[str] = (),
         within: Collection[str] | None = None,
         distinct: bool = False,
+        strict: bool = False,
     ) -> list[IndexHit]:
-        """The top ``k`` articles published in ``[since, cutoff)`` for ``query``, best first;
-        never one of ``exclude``, only ones of ``within`` when given, and no marked near-duplicate
-        when ``distinct``."""
+        """The top ``k`` articles (passages) published in ``[since, cutoff)`` for ``query``, best
+        first; never one of ``exclude``, only ones of ``within`` when given (both article ids), no
+        marked near-duplicate when ``distinct``; with ``strict``, BM25 uses term statistics of
+        the window's articles only (``StrictStatistics``)."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         if within is not None and not within:
             return []
+        if strict and self._strict is None:
+            raise ValueError("strict statistics are kept for whole articles, not passages")
         where = eligible(cutoff, since, exclude, within, distinct)
-        rows = self._query(query, mode).where(where, prefilter=True).limit(k).to_list()
-        hits = [
-            IndexHit(
-                doc_id=r["article_id"],
-                published_at=r["published_at"],
-                score=float(_score(r)),
-                rank=rank,
-                host=r["host"],
-                title=r["title"],
-            )
-            for rank, r in enumerate(rows, 1)
-        ]
+        if strict and mode != "dense":
+            rows = self._strict.rank(self, query, cutoff, since, where, k, mode)
+        else:
+            rows = self.query(query, mode).where(where, prefilter=True).limit(k).to_list()
+        hits = [self._hit(r, rank) for rank, r in enumerate(rows, 1)]
         if any(h.published_at is None for h in hits):
             raise LeakageError(f"an undated article came back for cutoff {cutoff}")
         check_hits(hits, cutoff)
         if since is not None and any(h.published_at < to_utc(since) for h in hits):
             raise LeakageError(f"an article before --since {since} came back")
         return hits
+
+    def nearest(self, vector, start: dt.datetime, end: dt.datetime | None, k: int) -> list[IndexHit]:
+        """The ``k`` documents closest to ``vector`` published in ``[start, end]`` (inclusive).
+        For a judge's evidence only: the window lies after a forecast's cutoff on purpose."""
+        where = f"published_at >= {timestamp_literal(start)}"
+        if end is not None:
+            where += f" AND published_at <= {timestamp_literal(end)}"
+        search = self.table.search(vector, query_type="vector").distance_type("cosine")
+        rows = search.where(where, prefilter=True).select([*self._columns(), "_distance"]).limit(k).to_list()
+        return [self._hit(r, rank) for rank, r in enumerate(rows, 1)]
 
     def count(
         self,
@@ -156,8 +182,24 @@ class ArticleIndex:
         ]
         return pa.concat_tables(parts)
 
-    def _query(self, query: str, mode: str) -> Any:
-        columns = ["article_id", "published_at", "host", "title"]
+    def _hit(self, row: dict[str, Any], rank: int) -> IndexHit:
+        return IndexHit(
+            doc_id=row["passage_id"] if self.passages else row["article_id"],
+            published_at=row["published_at"],
+            score=float(_score(row)),
+            rank=rank,
+            source_id=row["article_id"] if self.passages else "",
+            host=row["host"],
+            title=row["title"],
+            text=row["text"],
+        )
+
+    def _columns(self) -> list[str]:
+        return ["passage_id"] * self.passages + ["article_id", "published_at", "host", "title", "text"]
+
+    def query(self, query: str, mode: str) -> Any:
+        """The engine query of one mode, before its prefilter and limit."""
+        columns = self._columns()
         if mode == "bm25":
             return self.table.search(query, query_type="fts").select([*columns, "_score"])
         vector = self._embed(query)
@@ -175,14 +217,20 @@ class ArticleIndex:
             .select(columns)
         )
 
-    def _embed(self, query: str):
+    def embed(self, texts: list[str]):
+        """Query vectors from the encoder the table was built with."""
         from udfs.embeddings import DEFAULT_ENCODER, embed
 
-        return embed([query], self.encoder or DEFAULT_ENCODER)[0]
+        return embed(texts, self.encoder or DEFAULT_ENCODER)
+
+    def _embed(self, query: str):
+        return self.embed([query])[0]
 
 
 def _score(row: dict) -> float:
     """Higher is better in every mode (a cosine distance becomes a similarity)."""
+    if "_strict_score" in row:
+        return row["_strict_score"]
     if "_relevance_score" in row:
         return row["_relevance_score"]
     if "_distance" in row:

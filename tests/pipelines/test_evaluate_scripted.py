@@ -6,16 +6,19 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+import shutil
 
 import pytest
 
 from pipelines.evaluate import run as evaluate
 from pipelines.evaluate.context import Corpus, RetrievalConfig
+from pipelines.index import build as index
+from pipelines.index.engine import ArticleIndex
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.scripted import ship_script
 from tests.fixtures.evaluate.data import toy_items, utc, write_articles, write_toy_benchmark
 from udfs import storage
-from udfs.retrieval import BM25Index, Hit, LeakageError
+from udfs.retrieval import Hit, LeakageError
 
 pytestmark = [pytest.mark.ray]
 
@@ -97,12 +100,19 @@ def oracle_llm() -> LLMConfig:
     return LLMConfig(backend="scripted", model="oracle", script=ship_script(SCRIPT), batch_size=16)
 
 
-@pytest.fixture
-def toy_root(tmp_path) -> str:
-    root = str(tmp_path / "root")
+@pytest.fixture(scope="module")
+def indexed_toy(tmp_path_factory, ray_local) -> str:
+    root = str(tmp_path_factory.mktemp("toy") / "root")
     write_articles(root)
     write_toy_benchmark(root)
+    index.run(index.Config(root=root))
     return root
+
+
+@pytest.fixture
+def toy_root(indexed_toy, tmp_path) -> str:
+    """A fresh copy of the toy root with its article index."""
+    return str(shutil.copytree(indexed_toy, tmp_path / "root"))
 
 
 def _rows(table, **where):
@@ -216,13 +226,13 @@ def test_oracle_scores_exactly(ray_local, toy_root):
 
 
 def test_an_injected_late_article_aborts_the_run(toy_root, monkeypatch):
-    real = BM25Index.search
+    real = ArticleIndex.search
 
-    def leaky(self, query, cutoff, k, exclude=(), since=None, within=None):
-        hits = real(self, query, cutoff, k, exclude, since, within)
+    def leaky(self, *args, **kwargs):
+        hits = real(self, *args, **kwargs)
         return [*hits, Hit("a-late", utc(2024, 1, 1), 1.0, len(hits))]  # claims an early date
 
-    monkeypatch.setattr(BM25Index, "search", leaky)
+    monkeypatch.setattr(ArticleIndex, "search", leaky)
     with pytest.raises(LeakageError, match=re.escape("a-late")):
         evaluate.run(evaluate.Config(root=toy_root, llm=oracle_llm(), modes=("retrieval",)))
     assert not storage.exists(storage.join(toy_root, "eval", "leaderboard.parquet"))

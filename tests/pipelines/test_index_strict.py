@@ -1,0 +1,106 @@
+"""Strict statistics and passage tables of the article index: window-only BM25 equals BM25
+computed by hand over the window's articles, a later article changes no strict score (and does
+change a whole-index score), partial days count to the microsecond; passages keep their article
+for exclusion and the cutoff; the judge's window search."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections import Counter
+
+import pytest
+
+from pipelines.index.build import run
+from pipelines.index.config import Config
+from pipelines.index.engine import ArticleIndex, passage_table
+from tests.fixtures.evaluate.data import write_articles
+from udfs.index_docs import terms
+from udfs.retrieval import LeakageError
+
+DAY = dt.datetime(2024, 5, 10, tzinfo=dt.UTC)
+ROWS = [
+    ("a", DAY - dt.timedelta(days=9), "Ferry strike", "The ferry strike closed the harbour for a day."),
+    ("b", DAY - dt.timedelta(days=5), "Harbour budget", "The harbour budget grew; the ferry fleet too."),
+    ("c", DAY - dt.timedelta(days=3), "Rail news", "A new rail line opens in the valley."),
+    ("d", DAY - dt.timedelta(days=1), "Ferry timetable", "Ferry timetable changes for the summer."),
+    ("noon-before", DAY + dt.timedelta(hours=11), "Ferry crew", "Ferry crew talks resume."),
+    ("noon-after", DAY + dt.timedelta(hours=13), "Ferry ferry ferry", "Ferry ferry harbour ferry."),
+    ("undated", None, "Ferry undated", "Ferry harbour news with no date."),
+]
+QUERY = "ferry harbour"
+
+
+def by_hand(rows, query: str, cutoff: dt.datetime) -> dict[str, float]:
+    """BM25 (k1 1.2, b 0.75, Lucene IDF) over the indexed text of the articles before ``cutoff``."""
+    docs = {i: Counter(terms(f"{title} {text}")) for i, when, title, text in rows if when and when < cutoff}
+    n, avgdl = len(docs), sum(sum(c.values()) for c in docs.values()) / len(docs)
+    scores = {}
+    for i, counts in docs.items():
+        dl, score = sum(counts.values()), 0.0
+        for t in set(terms(query)):
+            df = sum(1 for c in docs.values() if c[t])
+            if counts[t]:
+                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+                score += idf * counts[t] * 2.2 / (counts[t] + 1.2 * (0.25 + 0.75 * dl / avgdl))
+        if score > 0:
+            scores[i] = score
+    return scores
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory, ray_local) -> str:
+    root = str(tmp_path_factory.mktemp("strict"))
+    write_articles(root, ROWS)
+    run(Config(root=root, passage_words=(4,)))
+    return root
+
+
+@pytest.mark.parametrize("cutoff", [DAY, DAY + dt.timedelta(hours=12), DAY.date() + dt.timedelta(days=1)])
+def test_strict_scores_are_bm25_over_the_window_only(root, cutoff):
+    index = ArticleIndex(root)
+    hits = index.search(QUERY, cutoff, k=10, mode="bm25", strict=True)
+    limit = cutoff if isinstance(cutoff, dt.datetime) else dt.datetime.combine(cutoff, dt.time(0), dt.UTC)
+    expected = by_hand(ROWS, QUERY, limit)
+    assert {h.doc_id: pytest.approx(h.score) for h in hits} == expected
+    assert [h.doc_id for h in hits] == sorted(expected, key=lambda i: (-expected[i], i))
+
+
+def test_a_later_article_changes_no_strict_score(tmp_path, ray_local):
+    root = str(tmp_path)
+    write_articles(root, ROWS)
+    run(Config(root=root, passage_words=()))
+    cutoff = DAY + dt.timedelta(hours=12)
+    before = ArticleIndex(root)
+    strict = [(h.doc_id, h.score) for h in before.search(QUERY, cutoff, 10, "bm25", strict=True)]
+    loose = [(h.doc_id, h.score) for h in before.search(QUERY, cutoff, 10, "bm25")]
+    late = [(f"late{n}", DAY + dt.timedelta(days=3), "Ferry", "Ferry harbour ferry.") for n in range(3)]
+    write_articles(root, late)
+    assert run(Config(root=root, passage_words=())).rows_written == 3
+    after = ArticleIndex(root)
+    assert [(h.doc_id, h.score) for h in after.search(QUERY, cutoff, 10, "bm25", strict=True)] == strict
+    assert [(h.doc_id, h.score) for h in after.search(QUERY, cutoff, 10, "bm25")] != loose
+    hybrid = after.search(QUERY, cutoff, 10, "hybrid", strict=True)
+    assert hybrid and {h.doc_id for h in hybrid} <= {"a", "b", "c", "d", "noon-before"}
+
+
+def test_passages_keep_their_article_and_cutoff(root):
+    index = ArticleIndex(root, passage_table(4))
+    hits = index.search("ferry harbour", DAY, k=20, mode="bm25", exclude={"b"})
+    assert hits and all(h.source_id in {"a", "d"} for h in hits)
+    assert all(h.doc_id.startswith(f"{h.source_id}#") and len(h.text.split()) <= 4 for h in hits)
+    assert index.count(DAY) == sum(math.ceil(len(r[3].split()) / 4) for r in ROWS[:4])
+    with pytest.raises(ValueError, match="whole articles"):
+        index.search("ferry", DAY, k=3, mode="bm25", strict=True)
+    with pytest.raises(FileNotFoundError, match="--passage-words 100"):
+        ArticleIndex(root, passage_table(100))
+
+
+def test_the_judge_window_is_inclusive_and_asserted_searches_are_not(root, monkeypatch):
+    index = ArticleIndex(root, passage_table(4))
+    start, end = DAY + dt.timedelta(hours=11), DAY + dt.timedelta(hours=13)
+    found = index.nearest(index.embed(["ferry crew talks"])[0], start, end, k=20)
+    assert {h.source_id for h in found} == {"noon-before", "noon-after"}
+    monkeypatch.setattr("pipelines.index.engine.eligible", lambda *a, **k: "true")
+    with pytest.raises(LeakageError):
+        ArticleIndex(root).search(QUERY, DAY, k=10, mode="bm25", strict=True)
