@@ -1,4 +1,4 @@
-"""Strict statistics and passage tables of the article index: window-only BM25 equals BM25
+"""Strict statistics, passage tables and batched retrieval of the article index: window-only BM25 equals BM25
 computed by hand over the window's articles, a later article changes no strict score (and does
 change a whole-index score), partial days count to the microsecond; passages keep their article
 for exclusion and the cutoff; the judge's window search."""
@@ -9,14 +9,18 @@ import datetime as dt
 import math
 from collections import Counter
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
+from pipelines import retrieve
 from pipelines.index.build import run
 from pipelines.index.config import Config
 from pipelines.index.engine import ArticleIndex, passage_table
 from tests.fixtures.evaluate.data import write_articles
 from udfs.index_docs import terms
 from udfs.retrieval import LeakageError
+from udfs.schemas import UTC_TS
 
 DAY = dt.datetime(2024, 5, 10, tzinfo=dt.UTC)
 ROWS = [
@@ -66,6 +70,14 @@ def test_strict_scores_are_bm25_over_the_window_only(root, cutoff):
     assert [h.doc_id for h in hits] == sorted(expected, key=lambda i: (-expected[i], i))
 
 
+@pytest.mark.parametrize("mode", ["bm25", "dense", "hybrid"])
+def test_a_full_top_k_of_eligible_articles_comes_back(root, mode):
+    """The most relevant article is after the cutoff: a post-filtered top-2 would miss one."""
+    for strict in (False, True) if mode != "dense" else (False,):
+        hits = ArticleIndex(root).search(QUERY, DAY + dt.timedelta(hours=12), 2, mode, strict=strict)
+        assert len(hits) == 2 and "noon-after" not in {h.doc_id for h in hits}
+
+
 def test_a_later_article_changes_no_strict_score(tmp_path, ray_local):
     root = str(tmp_path)
     write_articles(root, ROWS)
@@ -104,3 +116,27 @@ def test_the_judge_window_is_inclusive_and_asserted_searches_are_not(root, monke
     monkeypatch.setattr("pipelines.index.engine.eligible", lambda *a, **k: "true")
     with pytest.raises(LeakageError):
         ArticleIndex(root).search(QUERY, DAY, k=10, mode="bm25", strict=True)
+
+
+def test_batched_retrieval_writes_the_hits_of_every_query(root, tmp_path):
+    queries = pa.table(
+        {
+            "query_id": ["q1", "q2", "q3"],
+            "query": [QUERY, "rail valley", "zeppelin"],
+            "cutoff": pa.array([DAY, DAY + dt.timedelta(hours=12), DAY], UTC_TS),
+        }
+    )
+    pq.write_table(queries, tmp_path / "queries.parquet")
+    out = str(tmp_path / "hits")
+    summary = retrieve.run(
+        retrieve.Config(root=root, queries=str(tmp_path / "queries.parquet"), out=out, k=3, batch_size=2)
+    )
+    hits = pq.read_table(out).to_pylist()
+    assert summary.rows_read == 3 and summary.reconciles and summary.metrics["hits written"] == len(hits)
+    index = ArticleIndex(root)
+    for q in queries.to_pylist():
+        mine = sorted((h for h in hits if h["query_id"] == q["query_id"]), key=lambda h: h["rank"])
+        direct = index.search(q["query"], q["cutoff"], 3, "bm25")
+        assert [(h["article_id"], h["rank"]) for h in mine] == [(h.doc_id, h.rank) for h in direct]
+        assert all(h["published_at"] < q["cutoff"] for h in mine)
+    assert {h["query_id"] for h in hits} == {"q1", "q2"}  # no article mentions a zeppelin

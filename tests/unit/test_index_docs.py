@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from udfs.embeddings import embed
-from udfs.index_docs import cutoff_filter, documents, eligible, quoted_list
+from udfs.index_docs import cutoff_filter, documents, eligible, pack_passages, quoted_list
 
 
 def test_documents_keep_dated_articles_with_title_and_lead():
@@ -51,3 +51,9 @@ def test_hashing_encoder_is_deterministic_and_normalised():
     assert np.allclose(vectors[0], vectors[1]) and not vectors[2].any()
     assert np.allclose(np.linalg.norm(vectors[[0, 3]], axis=1), 1.0)
     assert float(vectors[0] @ vectors[3]) < 0.5
+
+
+def test_passages_pack_whole_paragraphs_and_split_long_ones():
+    text = "one two\nthree four five\n\nsix\n" + " ".join(f"w{i}" for i in range(7))
+    assert pack_passages(text, 5) == ["one two three four five", "six", "w0 w1 w2 w3 w4", "w5 w6"]
+    assert pack_passages("", 5) == [] and pack_passages("a b", 5) == ["a b"]
