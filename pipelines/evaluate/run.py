@@ -80,7 +80,9 @@ class Config(RunOptions):
     )
     k: int | None = option(None, help="documents per question, every benchmark [default: its paper's]", min=1)
     doc_words: int | None = option(None, help="words shown per document, every benchmark", min=1)
-    chunk_words: int | None = option(None, help="index chunks of N words, every benchmark", min=1)
+    chunk_words: int | None = option(
+        None, help="search the index's passages of N words (index --passage-words N), every benchmark", min=1
+    )
     background_words: int = option(200, help="each background line cut to its first N words", min=1)
     model_cutoff: dt.date | None = option(None, help="the forecaster's knowledge cutoff (R3)")
     retrieval: dict[str, RetrievalConfig] = field(default_factory=lambda: dict(PAPER_RETRIEVAL))
