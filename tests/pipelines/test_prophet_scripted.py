@@ -33,7 +33,7 @@ from pipelines.prophet.config import Config
 from pipelines.prophet.evidence import Corpus
 from pipelines.prophet.plan import format_plan
 from udfs import storage
-from udfs.cli import parse
+from udfs.cli import InputError, parse
 from udfs.eval_items import EVAL_ITEM_SCHEMA
 from udfs.ids import stable_id
 from udfs.layout import Layout
@@ -512,6 +512,23 @@ def test_a_near_duplicate_and_an_article_at_d_never_become_candidates(built):
         "strike-ends": 2,
         "strike-spreads": 5,
     }
+
+
+def test_an_index_behind_its_corpus_is_one_line_before_any_llm_work(built, tmp_path, monkeypatch):
+    """A day of articles written after the index was built: the counts disagree, the run stops."""
+    root, questions, _ = built
+    root = copy_of(root, tmp_path)
+    day = dt.datetime(2024, 7, 20, 9, tzinfo=UTC)
+    (a1,) = [r for r in ARTICLES.read(root).to_pylist() if r["article_id"] == "id-A1"]
+    new = {**a1, "article_id": "id-NEW", "published_at": day, "published_date": day.date()}
+    late = pa.Table.from_pylist([new], schema=ARTICLES.schema)
+    storage.write_dataset(late, ARTICLES.uri(root), ARTICLES.partition_cols)
+    monkeypatch.setattr(backends, "apply_backend", lambda *a, **k: pytest.fail("no engine call expected"))
+    with pytest.raises(
+        InputError,
+        match=r"index at .* is out of date \(11 articles, 1 near-duplicates; corpus/articles has 12 dated",
+    ):
+        run(config(root, questions, scripted(), estimator="logprob", rating="score"))
 
 
 def test_limit_builds_the_first_questions_in_file_order(built, tmp_path, monkeypatch):
