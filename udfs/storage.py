@@ -218,12 +218,13 @@ def read_table(
     return dataset.to_table(columns=list(columns) if columns else None, filter=filter)
 
 
-def count_rows(uri: str) -> int:
-    """Rows of a Parquet table from its file footers (no data is read); 0 when absent."""
+def count_rows(uri: str, filter: ds.Expression | None = None) -> int:
+    """Rows of a Parquet table from its file footers (no data is read); 0 when absent. With a
+    ``filter``, the rows that match it: only the filter's columns are read, batch by batch."""
     fs, path = filesystem(uri)
     if fs.get_file_info(path).type == pafs.FileType.NotFound:
         return 0
-    return ds.dataset(path, filesystem=fs, format="parquet", partitioning="hive").count_rows()
+    return ds.dataset(path, filesystem=fs, format="parquet", partitioning="hive").count_rows(filter=filter)
 
 
 def mark_done(uri: str, summary: dict[str, Any]) -> None:

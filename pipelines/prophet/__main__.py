@@ -5,7 +5,8 @@
     python -m pipelines.prophet ... --plan            # LLM requests per question; runs nothing
     python -m pipelines.prophet ... --evidence-only   # then --plan gives exact CIL request counts
 
-The root must hold corpus/articles (jobs.ingest_news). The demo (ForecastBench questions,
+The root must hold corpus/articles (jobs.ingest_news) and its article index (python -m
+pipelines.index --root ROOT), which the evidence search goes through. The demo (ForecastBench questions,
 logprob estimator, small N and K_max) is in docs/prophet.md.
 """
 

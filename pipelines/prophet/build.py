@@ -1,13 +1,15 @@
 """The PROPHET builder: evidence per question, exact CIL per article, and the L1/L2 split.
 
 Steps (spec ``prophet.md``, ``docs/prophet.md``): the questions (``questions``), their evidence
-(``evidence``: queries, retrieval with the cutoff inside the search, relevance, top N), CIL per
-evidence article (``cil``), the L1/L2 rule; ``--plan`` prints the requests per question instead
-(``plan``).
+(``evidence``: queries, retrieval through the article index with the cutoff inside the search,
+relevance, top N), CIL per evidence article (``cil``), the L1/L2 rule; ``--plan`` prints the
+requests per question instead (``plan``).
 
 Outputs under ``benchmarks/prophet/``: questions (by split), evidence, cil, joint_tables,
-queries, rejected, eval_items (by split) and the dataset card. Every rejected row is in
-``rejected`` with its stage and reason, and every step's counts reconcile.
+queries, rejected, eval_items (by split) and the dataset card. Every row a step or stage
+rejected is in ``rejected`` with its stage and reason, except the corpus articles no search can
+return (undated, near-duplicates), which the ``corpus`` step and the card count; every step's
+counts reconcile.
 """
 
 from __future__ import annotations
@@ -53,23 +55,24 @@ def run(config: Config) -> Result:
     runner = StageRunner(config.root, NAME, config.llm, force=config.force, plan_only=config.plan)
     ledger = Ledger(runner)
     ledger.inputs(ARTICLES)
+    corpus = Corpus.open(ledger, config.root)
     questions, skipped = load_questions(config)
     qrows = {q["question_id"]: q for q in questions.to_pylist()}
     dates = {qid: q["resolution_date"] for qid, q in qrows.items()}
-    corpus = Corpus.load(ledger, config.root)
     attempts = Attempts(ledger, config.seed)
 
     queries, unknown_queries = generate_queries(attempts, config, questions)
     candidates = retrieve(ledger, config, corpus, queries, dates)
-    rated, unknown_ratings = rate(attempts, config, corpus, qrows, candidates)
+    articles = corpus.articles(c["article_id"] for c in candidates)  # the candidates' prompt fields only
+    rated, unknown_ratings = rate(attempts, config, articles, qrows, candidates)
     unknown_evidence = unknown_queries | unknown_ratings
     evidence = select(
-        ledger, config, corpus, [r for r in rated if r["question_id"] not in unknown_evidence], dates
+        ledger, config, articles, [r for r in rated if r["question_id"] not in unknown_evidence], dates
     )
     cil = (
         CilResult({})
         if config.evidence_only
-        else compute_cil(attempts, ledger, config, qrows, evidence, corpus)
+        else compute_cil(attempts, ledger, config, qrows, evidence, articles)
     )
     if config.plan:
         rows = plan_rows(config, attempts.costs, list(qrows), cil.plans, unknown_queries, unknown_evidence)
@@ -115,7 +118,8 @@ def counts(tables: dict[str, pa.Table], skipped: dict[str, int], corpus: Corpus)
         "questions": len(questions),
         "questions_by_split": dict(sorted(Counter(q["split"] for q in questions).items())),
         "importer_skipped": skipped,
-        "corpus_articles_searchable": len(corpus.articles),
+        "corpus_articles_searchable": corpus.searchable,
+        "corpus_articles_not_searchable": corpus.not_searchable,
         "queries": tables["queries"].num_rows,
         "evidence_rows": tables["evidence"].num_rows,
         "cil_rows": len(cil),

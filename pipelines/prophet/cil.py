@@ -16,7 +16,6 @@ from typing import Any
 from pipelines.llm.ledger import Ledger
 from pipelines.prophet.attempts import Attempts, Unit
 from pipelines.prophet.config import Config
-from pipelines.prophet.evidence import Corpus
 from pipelines.prophet.stages import cil_stages
 from udfs.prophet.cil import EvidenceArticle
 from udfs.prophet.layout import PromptArticle, snippet
@@ -36,14 +35,15 @@ class CilResult:
     joint_rows: list[dict[str, Any]] = field(default_factory=list)
 
 
-def shown_articles(evidence: list[dict[str, Any]], corpus: Corpus, words: int) -> dict[str, PromptArticle]:
-    """Every evidence article as the CIL prompts show it: its date, title and first words."""
+def shown_articles(
+    evidence: list[dict[str, Any]], articles: Mapping[str, dict[str, Any]], words: int
+) -> dict[str, PromptArticle]:
+    """Every evidence article as the CIL prompts show it: its date, title and first words
+    (``articles``: the prompt fields of the candidates, ``evidence.Corpus.articles``)."""
     return {
         e["article_id"]: PromptArticle(
             e["published_at"].date().isoformat(),
-            snippet(
-                corpus.articles[e["article_id"]]["title"], corpus.articles[e["article_id"]]["text"], words
-            ),
+            snippet(articles[e["article_id"]]["title"], articles[e["article_id"]]["text"], words),
         )
         for e in evidence
     }
@@ -55,7 +55,7 @@ def compute_cil(
     config: Config,
     questions: Mapping[str, dict[str, Any]],
     evidence: list[dict[str, Any]],
-    corpus: Corpus,
+    articles: Mapping[str, dict[str, Any]],
 ) -> CilResult:
     """Plans, CIL rows and joint-table rows of the questions with evidence (plans only in plan mode)."""
     c = config
@@ -67,7 +67,9 @@ def compute_cil(
         for qid, arts in sorted(by_question.items())
     }
     joint_stage, conditional_stage = cil_stages(
-        c, shown_articles(evidence, corpus, c.cil_words), {qid: q["question"] for qid, q in questions.items()}
+        c,
+        shown_articles(evidence, articles, c.cil_words),
+        {qid: q["question"] for qid, q in questions.items()},
     )
     joints, conditionals = plan_requests(plans)
     retries = c.retries if c.estimator == "verbalized" else 0

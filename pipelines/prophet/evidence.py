@@ -2,92 +2,122 @@
 
 1. queries — prompts (a)–(c); a failed list is retried once with sampling; a question left
    without any query searches with its own text (query type ``question``);
-2. retrieval — BM25 over the dated articles with the cutoff D inside the search; the union of
+2. retrieval — BM25 through the article index (``pipelines.index.engine.ArticleIndex``) with the
+   cutoff D as the engine's prefilter and marked near-duplicates left out by it; the union of
    hits per question is the candidate set, checked against each question's D before any rating
    prompt shows it (``LeakageError``);
-3. relevance — prompt (d) per candidate;
+3. relevance — prompt (d) per candidate, its title and text read for the candidates only
+   (``Corpus.articles``: their days' partitions of ``corpus/articles``);
 4. selection — rating 1 never kept, top N by rating, recency, id; checked against D again.
 
-The search runs over one in-memory BM25 index of the whole corpus (``Corpus``).
+Nothing here holds the corpus: the ``corpus`` step counts what the search cannot return
+(undated articles, near-duplicates) with pushed-down reads, and the only article rows read are
+the candidates'.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.dataset as ds
 
+from pipelines.index.engine import ArticleIndex, has_index
 from pipelines.llm.ledger import Ledger
 from pipelines.prophet.attempts import Attempts, Unit, not_answered
 from pipelines.prophet.config import Config
 from pipelines.prophet.stages import QUERY_PROMPTS, query_stage, relevance_stage
 from pipelines.prophet.tables import CANDIDATE_SCHEMA
+from udfs import storage
+from udfs.cli import InputError
 from udfs.prophet.cil import bin_index, cutoff_instant
 from udfs.prophet.evidence import check_evidence_cutoff, merge_hits, select_evidence
 from udfs.prophet.parsing import expected_rating
-from udfs.retrieval import BM25Index, Hit
+from udfs.retrieval import Hit
 from udfs.schemas import ARTICLES
 
 FALLBACK_QUERY = "question"  # query type of a question's own text when no query was generated
 QUESTION = Unit("question", "question_id")
 CANDIDATE = Unit("article", "article_id")
+PROMPT_COLUMNS = ["article_id", "title", "text", "url"]  # what the prompts and the evidence table show
 
 
 @dataclass
 class Corpus:
-    """The dated articles the search may return, their prompt fields and the BM25 index."""
+    """The searchable articles: the article index of the root (``None`` when the corpus holds no
+    dated article, so there is nothing to search) and how many articles a search may return."""
 
-    articles: dict[str, dict[str, Any]]
-    index: BM25Index | None
+    root: str
+    index: ArticleIndex | None
+    searchable: int
+    not_searchable: dict[str, int] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, ledger: Ledger, root: str) -> Corpus:
-        """The searchable articles; undated and near-duplicate ones are rejected (step ``corpus``)."""
-        table = ARTICLES.read(
-            root,
-            columns=["article_id", "title", "text", "published_at", "url", "near_duplicate_of"],
-        )
-        step = ledger.step("corpus")
-        articles = {}
-        for a in table.to_pylist():
-            if a["published_at"] is None:
-                ledger.drop(step, "no_usable_date", unit="article", item_id=a["article_id"])
-            elif a["near_duplicate_of"]:
-                ledger.drop(
-                    step,
-                    "near_duplicate",
-                    unit="article",
-                    item_id=a["article_id"],
-                    detail=a["near_duplicate_of"],
+    def open(cls, ledger: Ledger, root: str) -> Corpus:
+        """Open the index and count the corpus (step ``corpus``: undated articles are rejected as
+        ``no_usable_date``, marked near-duplicates as ``near_duplicate``) from pushed-down reads,
+        never a row per article. A missing or out-of-date index is an ``InputError``."""
+        uri = ARTICLES.uri(root)
+        dated = ds.field("published_at").is_valid()
+        total = storage.count_rows(uri)
+        n_dated = storage.count_rows(uri, dated)
+        duplicates = storage.count_rows(uri, dated & ds.field("near_duplicate_of").is_valid())
+        index = None
+        if n_dated:
+            if not has_index(root):
+                raise InputError(
+                    f"no article index at {root}: run python -m pipelines.index --root {root} first"
                 )
-            else:
-                articles[a["article_id"]] = a
-                ledger.keep(step)
+            index = ArticleIndex(root)
+            indexed = (index.table.count_rows(), index.table.count_rows("near_duplicate_of IS NOT NULL"))
+            if indexed != (n_dated, duplicates):
+                raise InputError(
+                    f"the article index at {root} is out of date ({indexed[0]} articles, {indexed[1]} "
+                    f"near-duplicates; corpus/articles has {n_dated} dated, {duplicates} near-duplicates): "
+                    f"run python -m pipelines.index --root {root}"
+                )
+        not_searchable = {"no_usable_date": total - n_dated, "near_duplicate": duplicates}
+        step = ledger.step("corpus")
+        step.rows_read = total
+        step.rows_written = n_dated - duplicates
+        for reason, n in not_searchable.items():
+            if n:
+                step.reject(reason, n)
+        step.notes.append("counted, not listed: these articles have no rows in rejected")
         ledger.close(step)
-        ids = sorted(articles)
-        index = (
-            BM25Index(
-                ids,
-                [articles[i]["published_at"] for i in ids],
-                [f"{articles[i]['title'] or ''}\n{articles[i]['text']}" for i in ids],
-            )
-            if ids
-            else None
-        )
-        return cls(articles, index)
+        return cls(root, index, n_dated - duplicates, not_searchable)
 
     def search(self, query: str, resolution_date: dt.date, k: int) -> list[Hit]:
-        """BM25 hits strictly before D = 00:00 UTC of the resolution date (cutoff inside the search)."""
+        """The top ``k`` BM25 hits published strictly before D = 00:00 UTC of the resolution date
+        (the engine's prefilter, every hit asserted), near-duplicates left out."""
         if self.index is None:
             return []
-        return self.index.search(query, cutoff_instant(resolution_date), k)
+        return self.index.search(query, cutoff_instant(resolution_date), k, mode="bm25", distinct=True)
 
     def n_on_or_after(self, resolution_date: dt.date) -> int:
         """Searchable articles the cutoff of a question resolving on ``resolution_date`` excludes."""
-        return len(self.articles) - (self.index.corpus.n_eligible(resolution_date) if self.index else 0)
+        if self.index is None:
+            return 0
+        return self.searchable - self.index.count(cutoff_instant(resolution_date), distinct=True)
+
+    def articles(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The prompt fields (``PROMPT_COLUMNS``) of these articles by id, read from their days'
+        partitions of ``corpus/articles`` only (a working set, never the corpus)."""
+        wanted = set(ids)
+        if not wanted:
+            return {}
+        assert self.index is not None, "articles asked of a corpus without an index"
+        found = {r["article_id"]: r for r in self.index.articles(wanted, PROMPT_COLUMNS).to_pylist()}
+        missing = wanted - found.keys()
+        if missing:
+            raise InputError(
+                f"{len(missing)} indexed articles are not in corpus/articles (e.g. {min(missing)}): "
+                f"run python -m pipelines.index --root {self.root}"
+            )
+        return found
 
 
 def generate_queries(
@@ -158,16 +188,17 @@ def retrieve(
 def rate(
     attempts: Attempts,
     config: Config,
-    corpus: Corpus,
+    articles: Mapping[str, dict[str, Any]],
     questions: Mapping[str, dict[str, Any]],
     candidates: list[dict[str, Any]],
 ) -> tuple[list[dict[str, Any]], set[str]]:
-    """Relevance ratings (d) of the candidates (failed rows are rejected by the stage), and the
-    questions whose ratings are not known yet (plan mode)."""
+    """Relevance ratings (d) of the candidates (``articles``: their prompt fields, from
+    ``Corpus.articles``; failed rows are rejected by the stage), and the questions whose ratings
+    are not known yet (plan mode)."""
     table = pa.Table.from_pylist(
         [{k: r[k] for k in CANDIDATE_SCHEMA.names} for r in candidates], schema=CANDIDATE_SCHEMA
     )
-    (out,) = attempts.run(relevance_stage(config, questions, corpus.articles), table, CANDIDATE)
+    (out,) = attempts.run(relevance_stage(config, questions, articles), table, CANDIDATE)
     by_key = {(r["question_id"], r["article_id"]): r for r in candidates}
     rated = [
         {
@@ -182,9 +213,14 @@ def rate(
 
 
 def select(
-    ledger: Ledger, config: Config, corpus: Corpus, rated: list[dict[str, Any]], dates: Mapping[str, dt.date]
+    ledger: Ledger,
+    config: Config,
+    articles: Mapping[str, dict[str, Any]],
+    rated: list[dict[str, Any]],
+    dates: Mapping[str, dt.date],
 ) -> list[dict[str, Any]]:
-    """Top-N evidence rows per question, checked against each question's D."""
+    """Top-N evidence rows per question (title and url from ``articles``), checked against each
+    question's D."""
     step = ledger.step("selection")
     kept, dropped = select_evidence(rated, config.top_n)
     for d in dropped:
@@ -202,8 +238,8 @@ def select(
     return [
         {
             **{k: r[k] for k in ("question_id", "article_id", "published_at", "rating", "rank")},
-            "title": corpus.articles[r["article_id"]]["title"],
-            "url": corpus.articles[r["article_id"]]["url"],
+            "title": articles[r["article_id"]]["title"],
+            "url": articles[r["article_id"]]["url"],
             "bin": bin_index(r["published_at"], dates[r["question_id"]]),
             "query_types": r["query_types"],
             "n_queries": r["n_queries"],

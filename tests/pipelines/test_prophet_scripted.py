@@ -1,7 +1,8 @@
 """The PROPHET builder end to end with the scripted backend on a small synthetic corpus whose
 dates are chosen to exercise every rule: two cutoffs, articles on and after D, an undated
 article, a near-duplicate, rating-1 and below-top-N drops, a capped window, and verbalized
-retries. A deterministic stand-in (a function of which articles happened, the focal article
+retries. The corpus is searched through its article index (``pipelines.index``), built after
+the articles are written, as the demo does. A deterministic stand-in (a function of which articles happened, the focal article
 and x, read back from the prompt variables) answers the CIL terms, so the stored CIL must equal
 direct evaluation of the formula to 1e-12; request counts must equal the §6 formulas."""
 
@@ -21,6 +22,9 @@ import pyarrow as pa
 import pytest
 
 import pipelines.llm.backends as backends
+from pipelines.index import build as index_build
+from pipelines.index.config import Config as IndexConfig
+from pipelines.index.engine import ArticleIndex
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.ledger import REJECTED_SCHEMA, read_rejected
 from pipelines.llm.stage import StageRunner
@@ -29,7 +33,7 @@ from pipelines.prophet.config import Config
 from pipelines.prophet.evidence import Corpus
 from pipelines.prophet.plan import format_plan
 from udfs import storage
-from udfs.cli import parse
+from udfs.cli import InputError, parse
 from udfs.eval_items import EVAL_ITEM_SCHEMA
 from udfs.ids import stable_id
 from udfs.layout import Layout
@@ -66,6 +70,7 @@ ARTICLE_DATES = {  # relative to D1 = 2024-07-28
 
 
 def write_corpus(root: str) -> None:
+    """The synthetic articles under ``root`` and their article index (needs ``ray_local``)."""
     rows = []
     for name, published in ARTICLE_DATES.items():
         text = f"{TOPIC} Dockers and union leaders met officials. Item {name.lower()} of the strike coverage."
@@ -92,6 +97,7 @@ def write_corpus(root: str) -> None:
         )
     table = pa.Table.from_pylist(rows, schema=ARTICLES.schema)
     storage.write_dataset(table, ARTICLES.uri(root), ARTICLES.partition_cols, replace="all")
+    index_build.run(IndexConfig(root=root))
 
 
 def write_questions(path: Path) -> str:
@@ -272,7 +278,12 @@ def check_outputs(result, root: str, answers: dict[str, int], dates: dict[str, d
     assert read_rejected(root, "prophet").num_rows == t["rejected"].num_rows
     rejected = t["rejected"].to_pylist()
     reasons = {(d["stage"], d["reason"]) for d in rejected}
-    assert {("corpus", "no_usable_date"), ("corpus", "near_duplicate"), ("selection", "rating_1")} <= reasons
+    assert ("selection", "rating_1") in reasons
+    # the articles no search can return are counted by the corpus step, not listed one row each
+    corpus = next(s for s in result.summaries if s.name == "prophet/corpus")
+    assert (corpus.rows_read, corpus.rows_written) == (len(ARTICLE_DATES), len(ARTICLE_DATES) - 2)
+    assert corpus.rejected == {"no_usable_date": 1, "near_duplicate": 1}
+    assert not any(d["stage"] == "corpus" for d in rejected)
     assert ("selection", "below_top_n") in reasons
     assert all(s.reconciles for s in result.summaries)
     cil = t["cil"].to_pylist()
@@ -302,6 +313,8 @@ def check_outputs(result, root: str, answers: dict[str, int], dates: dict[str, d
         assert item["split"] == questions[item["item_id"]]["split"]
     card = storage.read_json(Layout(root).benchmark("prophet", "dataset_card.json"))
     assert card["counts"]["questions"] == 2 and card["prompt_versions"]
+    assert card["counts"]["corpus_articles_searchable"] == len(ARTICLE_DATES) - 2
+    assert card["counts"]["corpus_articles_not_searchable"] == {"no_usable_date": 1, "near_duplicate": 1}
     back = storage.read_table(Layout(root).benchmark("prophet", "questions"))
     assert sorted(back.column("question_id").to_pylist()) == sorted(questions)
 
@@ -428,7 +441,7 @@ def test_plan_after_a_build_with_retries_counts_every_request(flaky_built, tmp_p
         assert row["queries"] == 3 and row["retries"] > 1
 
 
-def test_plan_before_anything_ran_bounds_the_unknown(tmp_path, monkeypatch):
+def test_plan_before_anything_ran_bounds_the_unknown(ray_local, tmp_path, monkeypatch):
     root = str(tmp_path / "root")
     write_corpus(root)
     questions = write_questions(tmp_path / "questions.jsonl")
@@ -464,6 +477,58 @@ def test_a_late_candidate_fires_the_assertion_before_any_rating_prompt(built, tm
     assert returned and prompts  # the late hit was returned and the query prompts were built
     assert "relevance" not in prompts
     assert not any("Report LATE1" in text for texts in prompts.values() for text in texts)
+
+
+def test_a_near_duplicate_and_an_article_at_d_never_become_candidates(built):
+    """DUP (a marked near-duplicate of A1, two days before D1) and LATE0 (published exactly at D1)
+    are both in the index: only the engine's prefilter (``distinct``, ``published_at < D``) keeps
+    them out of every search, even of a query naming them, and so out of the candidates."""
+    root, _, result = built
+    index = ArticleIndex(root)
+    later = D1 + dt.timedelta(days=1)
+    assert "id-DUP" in {h.doc_id for h in index.search("Report DUP", D1, 20, mode="bm25")}
+    assert "id-LATE0" in {
+        h.doc_id for h in index.search("Report LATE0", later, 20, mode="bm25", distinct=True)
+    }
+    eligible = {
+        qid: {f"id-{n}" for n, t in ARTICLE_DATES.items() if t and t < at(d, 0) and n != "DUP"}
+        for qid, d in DATES.items()
+    }
+    assert len(eligible["strike-ends"]) == 8 and len(eligible["strike-spreads"]) == 5
+    corpus = Corpus(root, index, searchable=len(ARTICLE_DATES) - 2)
+    for qid, d in DATES.items():
+        for query in ("Report DUP", "Report LATE0", TOPIC):
+            assert {h.doc_id for h in corpus.search(query, d, 20)} == eligible[qid]
+    # in the build: every query of a question found exactly its eligible articles (depth 20 > 8),
+    # and the union of its hits, its candidates, is that set
+    for q in result.tables["queries"].to_pylist():
+        assert q["n_hits"] == len(eligible[q["question_id"]])
+    questions = {q["question_id"]: q for q in result.tables["questions"].to_pylist()}
+    assert {qid: q["n_candidates"] for qid, q in questions.items()} == {
+        qid: 8 if qid == "strike-ends" else 5 for qid in DATES
+    }
+    # the cutoff kept out LATE0 and LATE1 (D1), and A1-A3 besides (D2): the index's own counts
+    assert {qid: q["n_corpus_on_or_after_D"] for qid, q in questions.items()} == {
+        "strike-ends": 2,
+        "strike-spreads": 5,
+    }
+
+
+def test_an_index_behind_its_corpus_is_one_line_before_any_llm_work(built, tmp_path, monkeypatch):
+    """A day of articles written after the index was built: the counts disagree, the run stops."""
+    root, questions, _ = built
+    root = copy_of(root, tmp_path)
+    day = dt.datetime(2024, 7, 20, 9, tzinfo=UTC)
+    (a1,) = [r for r in ARTICLES.read(root).to_pylist() if r["article_id"] == "id-A1"]
+    new = {**a1, "article_id": "id-NEW", "published_at": day, "published_date": day.date()}
+    late = pa.Table.from_pylist([new], schema=ARTICLES.schema)
+    storage.write_dataset(late, ARTICLES.uri(root), ARTICLES.partition_cols)
+    monkeypatch.setattr(backends, "apply_backend", lambda *a, **k: pytest.fail("no engine call expected"))
+    with pytest.raises(
+        InputError,
+        match=r"index at .* is out of date \(11 articles, 1 near-duplicates; corpus/articles has 12 dated",
+    ):
+        run(config(root, questions, scripted(), estimator="logprob", rating="score"))
 
 
 def test_limit_builds_the_first_questions_in_file_order(built, tmp_path, monkeypatch):

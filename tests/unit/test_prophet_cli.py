@@ -1,11 +1,14 @@
-"""The command line of ``python -m pipelines.prophet``: bad roots and limits are one-line errors
-(exit 2) before any work; ``--question-ids`` then ``--limit`` keep questions in file order."""
+"""The command line of ``python -m pipelines.prophet``: bad roots, a missing article index and
+bad limits are one-line errors (exit 2) before any work; ``--question-ids`` then ``--limit``
+keep questions in file order."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 import pipelines.prophet.__main__ as entry
@@ -13,7 +16,9 @@ from pipelines.options import main
 from pipelines.prophet.build import run
 from pipelines.prophet.config import Config
 from pipelines.prophet.questions import load_questions
+from udfs import storage
 from udfs.cli import InputError
+from udfs.schemas import ARTICLES
 
 PROG = "python -m pipelines.prophet"
 
@@ -57,6 +62,32 @@ def test_a_root_without_articles_is_one_line(tmp_path, capsys):
         f"{PROG}: error: missing corpus/articles under file://{tmp_path}/root: run the corpus jobs (jobs/) first"
     ]
     assert list((tmp_path / "root").iterdir()) == []
+
+
+def test_a_root_without_an_article_index_is_one_line(tmp_path, capsys):
+    """Dated articles but no ``index/articles``: the run stops before any question is read or
+    any LLM stage starts, and says which command builds the index."""
+    root = tmp_path / "root"
+    published = dt.datetime(2024, 7, 20, tzinfo=dt.UTC)
+    row = {
+        "article_id": "a1",
+        "url": "https://news.example/a1",
+        "canonical_url": "https://news.example/a1",
+        "text": "Harbor workers went on strike.",
+        "published_at": published,
+        "published_date": published.date(),
+        "n_chars": 30,
+        "text_hash": "h",
+        "extractor": "synthetic",
+    }
+    table = pa.Table.from_pylist([row], schema=ARTICLES.schema)
+    storage.write_dataset(table, ARTICLES.uri(str(root)), ARTICLES.partition_cols, replace="all")
+    questions = write_questions(tmp_path / "q.jsonl", ["a"])
+    code, err = cli(["--root", str(root), "--questions", questions], capsys)
+    assert code == 2 and err == [
+        f"{PROG}: error: no article index at {root}: run python -m pipelines.index --root {root} first"
+    ]
+    assert not (root / "prophet").exists() and not (root / "benchmarks").exists()
 
 
 @pytest.mark.parametrize("value", ["-3", "0"])
