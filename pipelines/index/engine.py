@@ -73,7 +73,9 @@ def connect(root: str):
 
 
 def has_index(root: str) -> bool:
-    """Whether ``root`` holds a built article index."""
+    """Whether ``root`` holds a built article index (asking creates nothing)."""
+    if not storage.exists(Layout(root).index()):
+        return False
     return TABLE in connect(root).list_tables().tables
 
 

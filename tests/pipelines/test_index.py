@@ -148,3 +148,8 @@ def test_search_command_line(local_root, tmp_path, capsys):
     with pytest.raises(SystemExit) as done:
         search.main(["--root", str(tmp_path), "--cutoff", "2024-03-01", "zeppelin"])
     assert done.value.code == 2 and "python -m pipelines.index" in capsys.readouterr().err
+
+
+def test_asking_for_an_index_creates_nothing(tmp_path):
+    assert not engine.has_index(str(tmp_path))
+    assert list(tmp_path.iterdir()) == []
