@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import sys
 from collections import defaultdict
 
@@ -32,9 +33,9 @@ import pyarrow.fs as pafs
 
 from pipelines.index.config import Config
 from pipelines.index.engine import (
-    DAY_SIZES_TABLE,
+    S3_ENV,
+    STATISTICS,
     TABLE,
-    TERM_DAYS_TABLE,
     UNDATED,
     connect,
     has_index,
@@ -135,8 +136,7 @@ def _update(db, name: str, days: list[str], gone: list[str], current: dict, conf
     """Delete the rows of ``days`` and ``gone`` from table ``name`` (and, for the articles table,
     from its statistics), then add the documents of ``days``."""
     existing = set(db.list_tables().tables)
-    stats = [TERM_DAYS_TABLE, DAY_SIZES_TABLE] if name == TABLE else []
-    for table_name in [name, *stats]:
+    for table_name in [name, *STATISTICS] if name == TABLE else [name]:
         if table_name in existing:
             table = db.open_table(table_name)
             for chunk in range(0, len(days + gone), 500):
@@ -144,31 +144,57 @@ def _update(db, name: str, days: list[str], gone: list[str], current: dict, conf
                 table.delete("published_date IN (" + ", ".join(f"date '{d}'" for d in part) + ")")
     files = [f for d in days for f in current[d][1]]
     words = None if name == TABLE else int(name.rsplit("_", 1)[1])
-    table = db.open_table(name) if name in existing else None
     if files:
-        table = _append(db, name, table, files, words, config, summary)
-    if table is not None:
-        _index(table, created=name not in existing, passages=words is not None)
-    for table_name in stats:
-        if table_name in db.list_tables().tables:
-            _index_stats(db.open_table(table_name))
+        _append(name, files, words, config, summary)
+    if name in connect(config.root).list_tables().tables:
+        _in_worker(_index, config.root, name, name not in existing)
 
 
-def _append(db, name: str, table, files: list[str], words: int | None, config: Config, summary: RunSummary):
-    """Stream the changed partitions through Ray Data into table ``name``; returns the table."""
+class Writer:
+    """Ray Data actor (one per table and run): appends the embedded batches to table ``name``,
+    creating it on the first batch, with the strict statistics of article batches, and passes on
+    only row counts, so the driver never holds articles."""
+
+    def __init__(self, root: str, name: str, encoder: str) -> None:
+        self.root, self.name, self.encoder, self.table = root, name, encoder, None
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        db = connect(self.root)
+        if self.table is None:
+            if self.name in db.list_tables().tables:
+                self.table = db.open_table(self.name)
+            else:
+                schema = index_schema(
+                    batch.schema.field("vector").type.list_size, passages=self.name != TABLE
+                )
+                self.table = db.create_table(
+                    self.name, schema=schema.with_metadata({"encoder": self.encoder})
+                )
+        self.table.add(batch.cast(self.table.schema))
+        if self.name == TABLE:
+            for stats_name, rows in zip(STATISTICS, term_statistics(batch), strict=True):
+                if stats_name in db.list_tables().tables:
+                    db.open_table(stats_name).add(rows)
+                else:
+                    db.create_table(stats_name, data=rows)
+        return pa.table({"rows": [batch.num_rows]})
+
+
+def _append(name: str, files: list[str], words: int | None, config: Config, summary: RunSummary) -> None:
+    """Stream the changed partitions through Ray Data into table ``name``: read, make documents
+    and embed them (actor pool), append (one writer actor)."""
     import ray
 
-    from pipelines.llm.config import LLMConfig
-    from pipelines.llm.ray_env import ensure_ray
-
-    ensure_ray(LLMConfig())
-    ray.data.DataContext.get_current().enable_progress_bars = sys.stderr.isatty()
+    _ensure_ray()
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = sys.stderr.isatty()
+    # Rows go in in day order (the files are listed by day), so the rows before a cutoff are
+    # mostly a prefix of the table: the B-tree prefilter of a search builds its row set faster.
+    context.execution_options.preserve_order = True
     fs, _ = storage.filesystem(files[0])
     paths = [storage.filesystem(f)[1] for f in files]
     ds = ray.data.read_parquet(paths, filesystem=fs, columns=ARTICLE_COLUMNS, partitioning=None)
     read = ds.count()
-    if words is None:
-        summary.rows_read = read
     embedded = ds.map_batches(
         Embedder,
         fn_constructor_args=(config.encoder, config.lead_words, words, config.batch_size),
@@ -177,33 +203,46 @@ def _append(db, name: str, table, files: list[str], words: int | None, config: C
         concurrency=config.embed_actors,
         num_gpus=config.embed_gpus or None,
     )
+    counts = embedded.map_batches(
+        Writer,
+        fn_constructor_args=(config.root, name, config.encoder),
+        batch_size=config.batch_size * 4,
+        batch_format="pyarrow",
+        concurrency=1,
+        runtime_env=_worker_env(),
+        max_restarts=0,  # a batch written twice would be duplicate rows: a failed run is redone instead
+    )
     written = 0
-    for batch in embedded.iter_batches(batch_size=config.batch_size * 4, batch_format="pyarrow"):
-        if table is None:
-            schema = index_schema(batch.schema.field("vector").type.list_size, passages=words is not None)
-            table = db.create_table(name, schema=schema.with_metadata({"encoder": config.encoder}))
-        table.add(batch.cast(table.schema))
-        if words is None:
-            _add_statistics(db, batch)
-        written += batch.num_rows
+    for batch in counts.iter_batches(batch_size=None, batch_format="pyarrow"):
+        written += sum(batch["rows"].to_pylist())
         log.info("stage=write table=%s rows=%d", name, written)
     if words is None:
-        summary.rows_written = written
+        summary.rows_read, summary.rows_written = read, written
         if read > written:
             summary.reject("undated", read - written)
     else:
         summary.metrics[f"{name} rows written"] = written
-    return table
 
 
-def _add_statistics(db, docs: pa.Table) -> None:
-    """Append a batch's per-day term document frequencies and day sizes (strict statistics)."""
-    term_days, day_sizes = term_statistics(docs)
-    for name, rows in ((TERM_DAYS_TABLE, term_days), (DAY_SIZES_TABLE, day_sizes)):
-        if name in db.list_tables().tables:
-            db.open_table(name).add(rows)
-        else:
-            db.create_table(name, data=rows)
+def _ensure_ray() -> None:
+    from pipelines.llm.config import LLMConfig
+    from pipelines.llm.ray_env import ensure_ray
+
+    ensure_ray(LLMConfig())
+
+
+def _worker_env() -> dict:
+    """The driver's S3 endpoint and credentials, for workers that open the index themselves."""
+    return {"env_vars": {k: os.environ[k] for k in S3_ENV if k in os.environ}}
+
+
+def _in_worker(fn, *args) -> None:
+    """Run ``fn(*args)`` as a Ray task, so what it loads (index builders hold the text or the
+    vectors of a whole table) stays out of the driver."""
+    import ray
+
+    _ensure_ray()
+    ray.get(ray.remote(fn).options(runtime_env=_worker_env(), max_retries=0).remote(*args))
 
 
 def _check_encoder(table, encoder: str) -> None:
@@ -216,12 +255,16 @@ def _check_encoder(table, encoder: str) -> None:
         )
 
 
-def _index(table, created: bool, passages: bool) -> None:
-    """Create the indexes on a new table; fold new rows into them on an existing one."""
+def _index(root: str, name: str, created: bool) -> None:
+    """Create the indexes of a new table (after merging the fragments its batches made); fold new
+    rows into them on an existing one. For the articles table, the statistics' B-trees too."""
+    db = connect(root)
+    table = db.open_table(name)
     rows = table.count_rows()
     if created or not table.list_indices():
+        table.optimize()
         table.create_fts_index("text", replace=True)
-        for column in ["published_at", "article_id"] + ["passage_id"] * passages:
+        for column in ["published_at", "article_id"] + ["passage_id"] * (name != TABLE):
             table.create_scalar_index(column, index_type="BTREE", replace=True)
     else:
         table.optimize()
@@ -230,16 +273,18 @@ def _index(table, created: bool, passages: bool) -> None:
         table.create_index(
             metric="cosine", vector_column_name="vector", num_partitions=max(1, int(rows**0.5))
         )
-    log.info("stage=write indexes up to date over %d rows", rows)
-
-
-def _index_stats(table) -> None:
-    """B-trees on the statistics' day and term, so a window sum reads only its rows."""
-    if not table.list_indices():
-        for column in ("published_date", "term") if "term" in table.schema.names else ("published_date",):
-            table.create_scalar_index(column, index_type="BTREE", replace=True)
-    else:
-        table.optimize()
+    if name == TABLE:
+        for stats_name in STATISTICS:
+            stats = db.open_table(stats_name)
+            if not stats.list_indices():
+                stats.optimize()
+                for column in (
+                    ("published_date", "term") if "term" in stats.schema.names else ("published_date",)
+                ):
+                    stats.create_scalar_index(column, index_type="BTREE", replace=True)
+            else:
+                stats.optimize()
+    log.info("stage=write %s: indexes up to date over %d rows", name, rows)
 
 
 def _finish(summary: RunSummary, db) -> RunSummary:

@@ -33,8 +33,14 @@ MODES = ("bm25", "dense", "hybrid")
 # every query; its warnings are kept out of the logs unless asked for.
 os.environ.setdefault("LANCEDB_LOG", "error")
 TABLE = "articles"
-TERM_DAYS_TABLE = "term_days"  # strict statistics: (published_date, term, df) per batch and day
-DAY_SIZES_TABLE = "day_sizes"  # strict statistics: (published_date, docs, tokens) per batch and day
+# strict statistics, rows per batch and day: (published_date, term, df), (published_date, docs, tokens)
+STATISTICS = ("term_days", "day_sizes")
+S3_ENV = {  # environment variable → LanceDB storage option
+    "AWS_ENDPOINT_URL": "aws_endpoint",
+    "AWS_ACCESS_KEY_ID": "aws_access_key_id",
+    "AWS_SECRET_ACCESS_KEY": "aws_secret_access_key",
+    "AWS_DEFAULT_REGION": "aws_region",
+}
 UNDATED = "__HIVE_DEFAULT_PARTITION__"  # the partition of articles with no publication date
 
 
@@ -61,12 +67,7 @@ def connect(root: str):
     if not storage.is_s3(uri):
         return lancedb.connect(storage.local_path(uri))
     options = {"allow_http": "true"} if os.environ.get("AWS_ENDPOINT_URL", "").startswith("http:") else {}
-    for env, key in (
-        ("AWS_ENDPOINT_URL", "aws_endpoint"),
-        ("AWS_ACCESS_KEY_ID", "aws_access_key_id"),
-        ("AWS_SECRET_ACCESS_KEY", "aws_secret_access_key"),
-        ("AWS_DEFAULT_REGION", "aws_region"),
-    ):
+    for env, key in S3_ENV.items():
         if os.environ.get(env):
             options[key] = os.environ[env]
     return lancedb.connect(storage.normalize_uri(uri), storage_options=options)
@@ -83,7 +84,11 @@ class ArticleIndex:
     """One open handle on an index table — the articles, or the passages of one size — (open one
     per process or actor, query many times)."""
 
-    def __init__(self, root: str, table: str = TABLE) -> None:
+    def __init__(self, root: str, table: str = TABLE, prewarm: bool = False) -> None:
+        """``prewarm`` loads the full-text and B-tree indexes into memory now rather than piece
+        by piece as queries need them: for a handle that answers many queries."""
+        from lancedb.background_loop import LOOP
+
         self.root = root
         db = connect(root)
         if table not in db.list_tables().tables:
@@ -96,6 +101,13 @@ class ArticleIndex:
         self.passages = table != TABLE
         self.encoder = self.table.schema.metadata.get(b"encoder", b"").decode() or None
         self._strict = StrictStatistics(db) if not self.passages else None
+        # the async table behind the sync handle: a bm25 or dense search makes one trip to
+        # LanceDB's event loop through it, where the sync query builder makes several
+        self._async, self._loop = self.table._table, LOOP
+        if prewarm:
+            for index in self.table.list_indices():
+                if index.index_type in ("FTS", "BTree"):
+                    self.table.prewarm_index(index.name)
 
     def search(
         self,
@@ -122,8 +134,11 @@ class ArticleIndex:
         where = eligible(cutoff, since, exclude, within, distinct)
         if strict and mode != "dense":
             rows = self._strict.rank(self, query, cutoff, since, where, k, mode)
-        else:
+        elif mode == "hybrid":
             rows = self.query(query, mode).where(where, prefilter=True).limit(k).to_list()
+        else:
+            vector = self._embed(query) if mode == "dense" else None
+            rows = self._loop.run(self._fetch(query, vector, where, k))
         hits = [self._hit(r, rank) for rank, r in enumerate(rows, 1)]
         if any(h.published_at is None for h in hits):
             raise LeakageError(f"an undated article came back for cutoff {cutoff}")
@@ -183,6 +198,15 @@ class ArticleIndex:
             for day in days
         ]
         return pa.concat_tables(parts)
+
+    async def _fetch(self, query: str, vector: Any, where: str, k: int) -> list[dict[str, Any]]:
+        """One bm25 (``vector`` None) or dense search with ``where`` as its prefilter."""
+        search = self._async.query()
+        if vector is None:
+            search = search.nearest_to_text(query).select([*self._columns(), "_score"])
+        else:
+            search = search.nearest_to(vector).distance_type("cosine").select([*self._columns(), "_distance"])
+        return (await search.where(where).limit(k).to_arrow()).to_pylist()
 
     def _hit(self, row: dict[str, Any], rank: int) -> IndexHit:
         return IndexHit(
