@@ -52,13 +52,13 @@ def local_root(tmp_path_factory, ray_local) -> str:
 
 def probe(root: str) -> None:
     index = ArticleIndex(root)
-    for mode in MODES:
+    for mode, strict in [*((m, False) for m in MODES), ("bm25", True), ("hybrid", True)]:
         for form, (cutoff, expected) in CUTOFFS.items():
-            hits = index.search("zeppelin hangar", cutoff, k=10, mode=mode)
+            hits = index.search("zeppelin hangar", cutoff, k=10, mode=mode, strict=strict)
             zeppelin = {h.doc_id for h in hits} - {"other"}
-            assert zeppelin == expected, (mode, form)
+            assert zeppelin == expected, (mode, strict, form)
             assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
-            assert all(h.score >= n.score for h, n in itertools.pairwise(hits)), (mode, form)
+            assert all(h.score >= n.score for h, n in itertools.pairwise(hits)), (mode, strict, form)
 
 
 def test_cutoff_probes_in_every_mode(local_root):
