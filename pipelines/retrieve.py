@@ -58,35 +58,38 @@ class Config:
 
 
 class Searcher:
-    """Ray Data actor: one open index table, every query of a batch searched with its cutoff."""
+    """Ray Data actor: one open index table, the queries of a batch searched together
+    (``ArticleIndex.search_many``), each with its own cutoff."""
 
     def __init__(self, root: str, table: str, mode: str, k: int, strict: bool) -> None:
         self.index = ArticleIndex(root, table)
         self.mode, self.k, self.strict = mode, k, strict
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        rows = []
+        ids, cutoffs = batch["query_id"].to_pylist(), batch["cutoff"].to_pylist()
         since = batch["since"].to_pylist() if "since" in batch.column_names else [None] * batch.num_rows
-        for query_id, query, cutoff, lower in zip(
-            batch["query_id"].to_pylist(),
-            batch["query"].to_pylist(),
-            batch["cutoff"].to_pylist(),
-            since,
-            strict=True,
-        ):
+        for query_id, cutoff in zip(ids, cutoffs, strict=True):
             if cutoff is None:
                 raise ValueError(f"query {query_id} has no cutoff")
-            for h in self.index.search(query, cutoff, self.k, self.mode, since=lower, strict=self.strict):
-                rows.append(
-                    {
-                        "query_id": query_id,
-                        "rank": h.rank,
-                        "article_id": h.source_id or h.doc_id,
-                        "passage_id": h.doc_id if h.source_id else None,
-                        "score": h.score,
-                        "published_at": h.published_at,
-                    }
-                )
+        found = self.index.search_many(
+            list(zip(batch["query"].to_pylist(), cutoffs, since, strict=True)),
+            self.k,
+            self.mode,
+            self.strict,
+            text=False,  # the hit table holds ids, scores and times
+        )
+        rows = [
+            {
+                "query_id": query_id,
+                "rank": h.rank,
+                "article_id": h.source_id or h.doc_id,
+                "passage_id": h.doc_id if h.source_id else None,
+                "score": h.score,
+                "published_at": h.published_at,
+            }
+            for query_id, hits in zip(ids, found, strict=True)
+            for h in hits
+        ]
         return pa.Table.from_pylist(rows, schema=HITS)
 
 

@@ -50,6 +50,9 @@ from udfs.schemas import ARTICLES
 log = logging.getLogger("augury.index")
 ANN_MIN_ROWS = 100_000  # below this, exact vector search is fast enough and exact
 MANIFEST = "_partitions.json"
+# Lance file format 2.1 reads a few rows (a search's hits) in small pages: measured at 200k
+# articles, a BM25 search's fetch of its 10 hits reads ~95 KB instead of ~270 KB (2.0), ~0.4 ms less
+STORAGE_VERSION = "2.1"
 
 
 def partitions(articles_uri: str) -> dict[str, tuple[str, list[str]]]:
@@ -168,7 +171,9 @@ class Writer:
                     batch.schema.field("vector").type.list_size, passages=self.name != TABLE
                 )
                 self.table = db.create_table(
-                    self.name, schema=schema.with_metadata({"encoder": self.encoder})
+                    self.name,
+                    schema=schema.with_metadata({"encoder": self.encoder}),
+                    data_storage_version=STORAGE_VERSION,
                 )
         self.table.add(batch.cast(self.table.schema))
         if self.name == TABLE:
@@ -176,7 +181,7 @@ class Writer:
                 if stats_name in db.list_tables().tables:
                     db.open_table(stats_name).add(rows)
                 else:
-                    db.create_table(stats_name, data=rows)
+                    db.create_table(stats_name, data=rows, data_storage_version=STORAGE_VERSION)
         return pa.table({"rows": [batch.num_rows]})
 
 

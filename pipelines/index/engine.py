@@ -11,9 +11,10 @@ index above) and ``hybrid`` (both lists fused by reciprocal rank, ``rrf_k`` = 60
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,9 @@ S3_ENV = {  # environment variable → LanceDB storage option
     "AWS_SECRET_ACCESS_KEY": "aws_secret_access_key",
     "AWS_DEFAULT_REGION": "aws_region",
 }
+# engine queries in flight at once in ``search_many`` (measured on 2 cores: 1 → 3.4 ms a query,
+# 4 → 1.6 ms; more gains nothing)
+CONCURRENCY = 4
 UNDATED = "__HIVE_DEFAULT_PARTITION__"  # the partition of articles with no publication date
 
 
@@ -139,6 +143,52 @@ class ArticleIndex:
         else:
             vector = self._embed(query) if mode == "dense" else None
             rows = self._loop.run(self._fetch(query, vector, where, k))
+        return self._checked(rows, cutoff, since)
+
+    def search_many(
+        self,
+        queries: Sequence[tuple[str, dt.date | dt.datetime, dt.date | dt.datetime | None]],
+        k: int = 10,
+        mode: str = "bm25",
+        strict: bool = False,
+        text: bool = True,
+        concurrency: int = CONCURRENCY,
+    ) -> list[list[IndexHit]]:
+        """``search`` for each ``(query, cutoff, since)``, hits in the order of ``queries``. BM25 and
+        dense searches run ``concurrency`` at a time in the engine, whose threads then stay busy
+        (about twice the queries per second of one by one on two cores; dense queries are also
+        embedded in one batch); hybrid and strict ones run one after another. Without ``text``,
+        a BM25 or dense hit carries no host, title or text (the engine then reads two columns of
+        each hit instead of five: what the batched retrieval stage writes)."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        if mode == "hybrid" or (strict and mode != "dense"):
+            return [
+                self.search(q, cutoff, k, mode, since=since, strict=strict) for q, cutoff, since in queries
+            ]
+        vectors = list(self.embed([q for q, _, _ in queries])) if mode == "dense" else [None] * len(queries)
+
+        async def fetch_all() -> list[list[dict[str, Any]]]:
+            gate = asyncio.Semaphore(concurrency)
+
+            async def one(query: str, vector: Any, where: str) -> list[dict[str, Any]]:
+                async with gate:
+                    return await self._fetch(query, vector, where, k, text)
+
+            return await asyncio.gather(
+                *(
+                    one(q, vector, eligible(cutoff, since, (), None, False))
+                    for (q, cutoff, since), vector in zip(queries, vectors, strict=True)
+                )
+            )
+
+        rows = self._loop.run(fetch_all()) if queries else []
+        return [self._checked(r, cutoff, since) for r, (_, cutoff, since) in zip(rows, queries, strict=True)]
+
+    def _checked(
+        self, rows: list[dict[str, Any]], cutoff: dt.date | dt.datetime, since: dt.date | dt.datetime | None
+    ) -> list[IndexHit]:
+        """The hits of one search's rows, each asserted dated, before ``cutoff`` and not before ``since``."""
         hits = [self._hit(r, rank) for rank, r in enumerate(rows, 1)]
         if any(h.published_at is None for h in hits):
             raise LeakageError(f"an undated article came back for cutoff {cutoff}")
@@ -199,13 +249,17 @@ class ArticleIndex:
         ]
         return pa.concat_tables(parts)
 
-    async def _fetch(self, query: str, vector: Any, where: str, k: int) -> list[dict[str, Any]]:
-        """One bm25 (``vector`` None) or dense search with ``where`` as its prefilter."""
+    async def _fetch(
+        self, query: str, vector: Any, where: str, k: int, text: bool = True
+    ) -> list[dict[str, Any]]:
+        """One bm25 (``vector`` None) or dense search with ``where`` as its prefilter; without
+        ``text``, only the ids and times of its hits."""
         search = self._async.query()
+        columns = self._columns() if text else self._columns()[: 2 + self.passages]
         if vector is None:
-            search = search.nearest_to_text(query).select([*self._columns(), "_score"])
+            search = search.nearest_to_text(query).select([*columns, "_score"])
         else:
-            search = search.nearest_to(vector).distance_type("cosine").select([*self._columns(), "_distance"])
+            search = search.nearest_to(vector).distance_type("cosine").select([*columns, "_distance"])
         return (await search.where(where).limit(k).to_arrow()).to_pylist()
 
     def _hit(self, row: dict[str, Any], rank: int) -> IndexHit:
@@ -215,9 +269,9 @@ class ArticleIndex:
             score=float(_score(row)),
             rank=rank,
             source_id=row["article_id"] if self.passages else "",
-            host=row["host"],
-            title=row["title"],
-            text=row["text"],
+            host=row.get("host"),
+            title=row.get("title"),
+            text=row.get("text"),
         )
 
     def _columns(self) -> list[str]:

@@ -59,6 +59,20 @@ def probe(root: str) -> None:
             assert zeppelin == expected, (mode, strict, form)
             assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
             assert all(h.score >= n.score for h, n in itertools.pairwise(hits)), (mode, strict, form)
+        # many searches at once (concurrent in the engine for bm25 and dense) find the same hits
+        cutoffs = [cutoff for cutoff, _ in CUTOFFS.values()]
+        many = index.search_many([("zeppelin hangar", c, None) for c in cutoffs], 10, mode, strict)
+        one_by_one = [index.search("zeppelin hangar", c, 10, mode, strict=strict) for c in cutoffs]
+        assert [[h.doc_id for h in hits] for hits in many] == [
+            [h.doc_id for h in hits] for hits in one_by_one
+        ]
+        bare = index.search_many(
+            [("zeppelin hangar", c, None) for c in cutoffs], 10, mode, strict, text=False
+        )
+        assert [[h.doc_id for h in hits] for hits in bare] == [[h.doc_id for h in hits] for hits in many]
+        assert all(h.text is None for h in itertools.chain(*bare)) or mode == "hybrid" or strict
+        for a, b in zip(itertools.chain(*many), itertools.chain(*one_by_one), strict=True):
+            assert a.score == pytest.approx(b.score, abs=1e-5) and a.published_at == b.published_at
 
 
 def test_cutoff_probes_in_every_mode(local_root):
@@ -98,6 +112,9 @@ def test_a_hit_at_or_after_its_cutoff_is_never_returned(local_root, monkeypatch)
     monkeypatch.setattr(engine, "eligible", lambda *a, **k: "true")  # the prefilter lost
     with pytest.raises(LeakageError):
         ArticleIndex(local_root).search("zeppelin hangar", T, k=10, mode="bm25")
+    for mode in ("bm25", "dense"):  # the concurrent path checks every hit too
+        with pytest.raises(LeakageError):
+            ArticleIndex(local_root).search_many([("zeppelin hangar", T, None)], 10, mode)
 
 
 def files(root: str) -> dict[str, float]:
