@@ -27,6 +27,7 @@ itself is never used as a publish date.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -201,25 +202,28 @@ def _utf8(value: str | None) -> str | None:
 # ---------------------------------------------------------------- language, text identity, URLs
 
 
-# langdetect's cost grows with the text; on the 54 sample pages of five languages the first
-# 1,000 characters give the same labels as 2,000 at a third of the time.
+# The first 1,000 characters decide (the model's cost grows with the text).
 LANGUAGE_CHARS = 1000
-_LANGDETECT_READY = False
+
+
+@functools.cache
+def _language_model():
+    """py3langid's model (langid.py's naive Bayes over byte n-grams, deterministic), restricted to
+    the languages that have an ISO 639-1 code: Wu or Cantonese text is ``zh``, polytonic Greek
+    ``el``, and ``zxx`` (no language) is never an answer."""
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    model = LanguageIdentifier.from_model_file(MODEL_FILE)
+    model.set_languages([code for code in model.labels if len(code) == 2])
+    return model
 
 
 def detect_language(text: str, fallback: str | None = None) -> str | None:
-    """ISO 639-1 code of the text (langdetect on its first ``LANGUAGE_CHARS`` characters, fixed seed so the
-    answer is reproducible); the page's declared ``lang`` when detection finds nothing."""
-    global _LANGDETECT_READY
-    from langdetect import DetectorFactory, LangDetectException, detect
-
-    if not _LANGDETECT_READY:
-        DetectorFactory.seed = 0
-        _LANGDETECT_READY = True
-    try:
-        code = detect(text[:LANGUAGE_CHARS])
-    except LangDetectException:
-        code = fallback
+    """ISO 639-1 code of the text's first ``LANGUAGE_CHARS`` characters; the page's declared
+    ``lang`` when they hold no letter to judge by. (py3langid replaced langdetect: the same labels
+    on the sample pages where langdetect was right, 1/6 of its time, and no random trials.)"""
+    sample = text[:LANGUAGE_CHARS]
+    code = _language_model().classify(sample)[0] if any(c.isalpha() for c in sample) else fallback
     return code.split("-")[0].lower() if code else None
 
 
