@@ -13,8 +13,9 @@ process: the driver's) is its own:
   text has no meaning to embed) builds ``ROOT/index/articles`` (LanceDB: BM25 index on title +
   lead, B-tree on ``published_at``, vectors) — the build time — in one process, as the index job
   runs; then a second process, as a builder, opens ``ArticleIndex(root, prewarm=True)`` and runs
-  ``search(query, cutoff, k, mode="bm25")`` per query, the cutoff being a prefilter inside the
-  engine query and every hit checked against it. The engine's peak RSS is the larger of the two
+  ``search(query, cutoff, k, mode="bm25", text=False)`` per query (hit ids, scores and times, as
+  the baseline returns), the cutoff being a prefilter inside the engine query and every hit
+  checked against it. The engine's peak RSS is the larger of the two
   drivers'. Dense and hybrid latencies are measured on the same queries as extra information.
   The embedding, the writing and the index building run in Ray workers, which are not the
   driver: the sampled memory (PSS) of the whole process tree is shown beside the driver's peak RSS.
@@ -108,7 +109,9 @@ def engine_side(root: str, queries: list[Query], warm: list[Query], k: int) -> d
     out: dict[str, Any] = {"open_s": time.perf_counter() - started}
     for mode in MODES:
         out[mode] = _timed(
-            lambda q, mode=mode: [h.doc_id for h in index.search(q.text, q.cutoff, k, mode)], queries, warm
+            lambda q, mode=mode: [h.doc_id for h in index.search(q.text, q.cutoff, k, mode, text=False)],
+            queries,
+            warm,
         )
     started = time.perf_counter()
     batched = index.search_many([(q.text, q.cutoff, None) for q in queries], k, "bm25", text=False)

@@ -108,8 +108,16 @@ class Corpus:
         within = set(item.get("context_article_ids") or []) or None
         exclude = set(item.get("gold_article_ids") or [])
         strict = rc.strict and retriever != "dense"
-        hits = index.search(
-            query_text(item), cutoff, rc.k, retriever, rc.since, exclude, within, strict=strict
+        hits = index.search(  # the articles' own rows are read below; a passage brings its text
+            query_text(item),
+            cutoff,
+            rc.k,
+            retriever,
+            rc.since,
+            exclude,
+            within,
+            strict=strict,
+            text=index.passages,
         )
         articles = self.articles([h.source_id or h.doc_id for h in hits])
         check_context(item, hits, articles, cutoff)

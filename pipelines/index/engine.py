@@ -124,11 +124,14 @@ class ArticleIndex:
         within: Collection[str] | None = None,
         distinct: bool = False,
         strict: bool = False,
+        text: bool = True,
     ) -> list[IndexHit]:
         """The top ``k`` articles (passages) published in ``[since, cutoff)`` for ``query``, best
         first; never one of ``exclude``, only ones of ``within`` when given (both article ids), no
         marked near-duplicate when ``distinct``; with ``strict``, BM25 uses term statistics of
-        the window's articles only (``StrictStatistics``)."""
+        the window's articles only (``StrictStatistics``). Without ``text``, a bm25, dense or
+        hybrid hit carries no host, title or text, which the engine then does not read (for
+        callers that want ids: fewer columns of each hit fetched)."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         if within is not None and not within:
@@ -139,10 +142,10 @@ class ArticleIndex:
         if strict and mode != "dense":
             rows = self._strict.rank(self, query, cutoff, since, where, k, mode)
         elif mode == "hybrid":
-            rows = self.query(query, mode).where(where, prefilter=True).limit(k).to_list()
+            rows = self.query(query, mode, text).where(where, prefilter=True).limit(k).to_list()
         else:
             vector = self._embed(query) if mode == "dense" else None
-            rows = self._loop.run(self._fetch(query, vector, where, k))
+            rows = self._loop.run(self._fetch(query, vector, where, k, text))
         return self._checked(rows, cutoff, since)
 
     def search_many(
@@ -157,14 +160,14 @@ class ArticleIndex:
         """``search`` for each ``(query, cutoff, since)``, hits in the order of ``queries``. BM25 and
         dense searches run ``concurrency`` at a time in the engine, whose threads then stay busy
         (about twice the queries per second of one by one on two cores; dense queries are also
-        embedded in one batch); hybrid and strict ones run one after another. Without ``text``,
-        a BM25 or dense hit carries no host, title or text (the engine then reads two columns of
-        each hit instead of five: what the batched retrieval stage writes)."""
+        embedded in one batch); hybrid and strict ones run one after another. ``text`` as in
+        ``search`` (the batched retrieval stage writes ids, scores and times only)."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         if mode == "hybrid" or (strict and mode != "dense"):
             return [
-                self.search(q, cutoff, k, mode, since=since, strict=strict) for q, cutoff, since in queries
+                self.search(q, cutoff, k, mode, since=since, strict=strict, text=text)
+                for q, cutoff, since in queries
             ]
         vectors = list(self.embed([q for q, _, _ in queries])) if mode == "dense" else [None] * len(queries)
 
@@ -249,13 +252,10 @@ class ArticleIndex:
         ]
         return pa.concat_tables(parts)
 
-    async def _fetch(
-        self, query: str, vector: Any, where: str, k: int, text: bool = True
-    ) -> list[dict[str, Any]]:
-        """One bm25 (``vector`` None) or dense search with ``where`` as its prefilter; without
-        ``text``, only the ids and times of its hits."""
+    async def _fetch(self, query: str, vector: Any, where: str, k: int, text: bool) -> list[dict[str, Any]]:
+        """One bm25 (``vector`` None) or dense search with ``where`` as its prefilter."""
         search = self._async.query()
-        columns = self._columns() if text else self._columns()[: 2 + self.passages]
+        columns = self._columns(text)
         if vector is None:
             search = search.nearest_to_text(query).select([*columns, "_score"])
         else:
@@ -274,12 +274,13 @@ class ArticleIndex:
             text=row.get("text"),
         )
 
-    def _columns(self) -> list[str]:
-        return ["passage_id"] * self.passages + ["article_id", "published_at", "host", "title", "text"]
+    def _columns(self, text: bool = True) -> list[str]:
+        ids = ["passage_id"] * self.passages + ["article_id", "published_at"]
+        return [*ids, "host", "title", "text"] if text else ids
 
-    def query(self, query: str, mode: str) -> Any:
+    def query(self, query: str, mode: str, text: bool = True) -> Any:
         """The engine query of one mode, before its prefilter and limit."""
-        columns = self._columns()
+        columns = self._columns(text)
         if mode == "bm25":
             return self.table.search(query, query_type="fts").select([*columns, "_score"])
         vector = self._embed(query)

@@ -95,7 +95,9 @@ class Corpus:
         (the engine's prefilter, every hit asserted), near-duplicates left out."""
         if self.index is None:
             return []
-        return self.index.search(query, cutoff_instant(resolution_date), k, mode="bm25", distinct=True)
+        return self.index.search(  # ids: the prompt fields come from ``articles``
+            query, cutoff_instant(resolution_date), k, mode="bm25", distinct=True, text=False
+        )
 
     def n_on_or_after(self, resolution_date: dt.date) -> int:
         """Searchable articles the cutoff of a question resolving on ``resolution_date`` excludes."""
