@@ -155,10 +155,9 @@ class ArticleIndex:
         mode: str = "bm25",
         strict: bool = False,
         text: bool = True,
-        concurrency: int = CONCURRENCY,
     ) -> list[list[IndexHit]]:
         """``search`` for each ``(query, cutoff, since)``, hits in the order of ``queries``. BM25 and
-        dense searches run ``concurrency`` at a time in the engine, whose threads then stay busy
+        dense searches run ``CONCURRENCY`` at a time in the engine, whose threads then stay busy
         (about twice the queries per second of one by one on two cores; dense queries are also
         embedded in one batch); hybrid and strict ones run one after another. ``text`` as in
         ``search`` (the batched retrieval stage writes ids, scores and times only)."""
@@ -172,7 +171,7 @@ class ArticleIndex:
         vectors = list(self.embed([q for q, _, _ in queries])) if mode == "dense" else [None] * len(queries)
 
         async def fetch_all() -> list[list[dict[str, Any]]]:
-            gate = asyncio.Semaphore(concurrency)
+            gate = asyncio.Semaphore(CONCURRENCY)
 
             async def one(query: str, vector: Any, where: str) -> list[dict[str, Any]]:
                 async with gate:
