@@ -15,10 +15,10 @@ process: the driver's) is its own:
   runs; then a second process, as a builder, opens ``ArticleIndex(root, prewarm=True)`` and runs
   ``search(query, cutoff, k, mode="bm25", text=False)`` per query (hit ids, scores and times, as
   the baseline returns), the cutoff being a prefilter inside the engine query and every hit
-  checked against it. The engine's peak RSS is the larger of the two
-  drivers'. Dense and hybrid latencies are measured on the same queries as extra information.
-  The embedding, the writing and the index building run in Ray workers, which are not the
-  driver: the sampled memory (PSS) of the whole process tree is shown beside the driver's peak RSS.
+  checked against it. The engine's peak RSS is the larger of the two drivers'. Dense and hybrid
+  latencies are measured on the same queries as extra information. The embedding, the writing
+  and the index building run in Ray workers, which are not the driver: the sampled memory (PSS)
+  of the whole process tree is shown beside the driver's peak RSS.
 * **baseline**: one process, what a competent user writes: read the articles table (four columns,
   batch by batch), keep the same text the index holds (the title and the first 200 words of the
   body), ``bm25s.tokenize(stopwords="en")`` and ``bm25s.BM25(k1=1.2, b=0.75)`` (the engine's BM25
@@ -28,9 +28,8 @@ process: the driver's) is its own:
 Latency is per query, end to end (query in, hit list out), after two warm-up queries; p50/p95
 over the ``--queries`` queries. The engine also answers the same queries in one
 ``search_many`` call (four in flight at once, ids and times only, as the batched retrieval stage
-runs them): its
-time a query is set against the baseline's mean time a query. ``leaks`` counts the hits of both sides (every engine mode) that are
-at or after their cutoff or undated, judged by the articles table's ``published_at``, not by a
+runs them): its time a query is set against the baseline's mean time a query. ``leaks`` counts
+the hits of both sides (every engine run) that are at or after their cutoff or undated, judged by the articles table's ``published_at``, not by a
 hit's own. The last line printed is one JSON object; everything goes to
 ``bench/results/retrieval-<time>.json``.
 """
@@ -59,6 +58,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 LEAD_WORDS = 200
 WARM_UP = 2
 MODES = ("bm25", "dense", "hybrid")
+ENGINE_RUNS = (*MODES, "bm25_batched")  # the engine's timed runs, each with its hit lists
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> None:
         engine["tree_peak_pss_mb"] = max(build["tree_peak_pss_mb"], engine["tree_peak_pss_mb"])
         leaks = {
             f"{side}_{mode}": count_leaks(root, queries, sides[side][mode]["hits"])
-            for side, modes in (("engine", (*MODES, "bm25_batched")), ("baseline", ("bm25",)))
+            for side, modes in (("engine", ENGINE_RUNS), ("baseline", ("bm25",)))
             for mode in modes
         }
     result["load_after"] = os.getloadavg()
@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> None:
         side: sum(len(h) < args.k for h in sides[side]["bm25"]["hits"]) for side in ("engine", "baseline")
     }
     for side in sides.values():
-        for mode in (*MODES, "bm25_batched"):
+        for mode in ENGINE_RUNS:
             if mode in side:
                 side[mode].pop("hits")
     result.update(engine=engine, baseline=baseline, args=vars(args))

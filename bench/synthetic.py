@@ -19,6 +19,9 @@ Articles are generated day by day (one random stream per day, one for each block
 articles) and written a chunk of whole days at a time, so memory holds one chunk
 (``chunk_articles``), never the corpus: it runs at a million articles. The vocabulary is the
 same for every seed; a seed picks the days' counts, texts, titles and hosts.
+
+A library for the benches (``bench.retrieval`` writes its corpus with it), not a bench: it has no
+command of its own, measures nothing and prints nothing.
 """
 
 from __future__ import annotations

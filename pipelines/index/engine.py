@@ -132,8 +132,7 @@ class ArticleIndex:
         the window's articles only (``StrictStatistics``). Without ``text``, a bm25, dense or
         hybrid hit carries no host, title or text, which the engine then does not read (for
         callers that want ids: fewer columns of each hit fetched)."""
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        _check_mode(mode)
         if within is not None and not within:
             return []
         if strict and self._strict is None:
@@ -161,8 +160,7 @@ class ArticleIndex:
         (about twice the queries per second of one by one on two cores; dense queries are also
         embedded in one batch); hybrid and strict ones run one after another. ``text`` as in
         ``search`` (the batched retrieval stage writes ids, scores and times only)."""
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        _check_mode(mode)
         if mode == "hybrid" or (strict and mode != "dense"):
             return [
                 self.search(q, cutoff, k, mode, since=since, strict=strict, text=text)
@@ -305,6 +303,11 @@ class ArticleIndex:
 
     def _embed(self, query: str):
         return self.embed([query])[0]
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
 
 
 def _score(row: dict) -> float:
