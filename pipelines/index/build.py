@@ -263,20 +263,22 @@ def _check_encoder(table, encoder: str) -> None:
 def _index(root: str, name: str, created: bool) -> None:
     """Create the indexes of a new table (after merging the fragments its batches made); fold new
     rows into them on an existing one. For the articles table, the statistics' B-trees too."""
+    from lancedb.index import FTS, BTree, IvfPq
+
     db = connect(root)
     table = db.open_table(name)
     rows = table.count_rows()
     if created or not table.list_indices():
         table.optimize()
-        table.create_fts_index("text", replace=True)
+        table.create_index("text", config=FTS(), replace=True)
         for column in ["published_at", "article_id"] + ["passage_id"] * (name != TABLE):
-            table.create_scalar_index(column, index_type="BTREE", replace=True)
+            table.create_index(column, config=BTree(), replace=True)
     else:
         table.optimize()
     has_vector_index = any(i.index_type.startswith("IVF") for i in table.list_indices())
     if rows >= ANN_MIN_ROWS and not has_vector_index:
         table.create_index(
-            metric="cosine", vector_column_name="vector", num_partitions=max(1, int(rows**0.5))
+            "vector", config=IvfPq(distance_type="cosine", num_partitions=max(1, int(rows**0.5)))
         )
     if name == TABLE:
         for stats_name in STATISTICS:
@@ -286,7 +288,7 @@ def _index(root: str, name: str, created: bool) -> None:
                 for column in (
                     ("published_date", "term") if "term" in stats.schema.names else ("published_date",)
                 ):
-                    stats.create_scalar_index(column, index_type="BTREE", replace=True)
+                    stats.create_index(column, config=BTree(), replace=True)
             else:
                 stats.optimize()
     log.info("stage=write %s: indexes up to date over %d rows", name, rows)

@@ -1,6 +1,6 @@
 """The article index (LanceDB) and its search: cutoff probes in every mode and for every form of
 cutoff, on a local root and on the moto S3 server; incremental reruns; the leak assertion; the
-search command line."""
+search command line; above a size threshold, the IVF-PQ index."""
 
 from __future__ import annotations
 
@@ -38,9 +38,11 @@ CUTOFFS = {
 }
 
 
-def build(root: str) -> None:
+def build(root: str, passage_words: tuple[int, ...] = ()) -> None:
+    """Write the probes and index them (the probes search whole articles; passage tables only
+    where a test asks for them: each table is a Ray Data run of its own)."""
     write_articles(root, PROBES)
-    run(Config(root=root))
+    run(Config(root=root, passage_words=passage_words))
 
 
 @pytest.fixture(scope="module")
@@ -122,10 +124,10 @@ def files(root: str) -> dict[str, float]:
 
 
 def test_a_rerun_writes_nothing_and_a_new_day_adds_only_its_articles(tmp_path, ray_local):
-    root = str(tmp_path)
-    build(root)
+    root, config = str(tmp_path), Config(root=str(tmp_path), passage_words=(100,))
+    build(root, config.passage_words)
     before = files(root)
-    unchanged = run(Config(root=root))
+    unchanged = run(config)
     assert files(root) == before and unchanged.rows_written == 0
     assert unchanged.metrics["partitions changed"] == 0
     late = (
@@ -135,25 +137,26 @@ def test_a_rerun_writes_nothing_and_a_new_day_adds_only_its_articles(tmp_path, r
         "A zeppelin museum opened by the harbour.",
     )
     write_articles(root, [late])
-    added = run(Config(root=root))
+    added = run(config)
     assert (added.metrics["partitions changed"], added.rows_read, added.rows_written) == (1, 1, 1)
     assert added.metrics["rows in the index"] == len(PROBES)  # 6 dated + the new one
+    assert added.metrics["passages_100 rows written"] == 1  # the passage table follows, one passage
     hits = ArticleIndex(root).search("zeppelin museum", T + dt.timedelta(days=30), k=1, mode="bm25")
     assert [h.doc_id for h in hits] == ["late"]
     rewritten = ("late-v2", late[1], "Airship museum opens", "An airship museum opened by the quay.")
     write_articles(root, [rewritten])  # the same day's partition, replaced
-    changed = run(Config(root=root))
+    changed = run(config)
     assert (changed.metrics["partitions changed"], changed.rows_written) == (1, 1)
-    assert changed.metrics["rows in the index"] == len(PROBES)
+    assert changed.metrics["rows in the index"] == changed.metrics["rows in passages_100"] == len(PROBES)
     hits = ArticleIndex(root).search("museum", T + dt.timedelta(days=30), k=10, mode="bm25")
     assert [h.doc_id for h in hits] == ["late-v2"]
 
 
 @pytest.mark.s3
 def test_cutoff_probes_on_s3(s3_root, ray_local):
-    build(s3_root)
+    build(s3_root, passage_words=(100,))
     probe(s3_root)
-    assert run(Config(root=s3_root)).rows_written == 0
+    assert run(Config(root=s3_root, passage_words=(100,))).rows_written == 0
 
 
 def test_search_command_line(local_root, tmp_path, capsys):
@@ -170,3 +173,28 @@ def test_search_command_line(local_root, tmp_path, capsys):
 def test_asking_for_an_index_creates_nothing(tmp_path):
     assert not engine.has_index(str(tmp_path))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_ann_index_above_the_threshold_keeps_the_cutoff(tmp_path, ray_local, monkeypatch):
+    from pipelines.index import build as index_build
+
+    root, words = str(tmp_path), ["harbour", "council", "storm", "budget", "zeppelin", "museum", "vote"]
+    articles = [  # 300 articles over ten days: enough rows to train IVF-PQ's 256 codes
+        (
+            f"a{i}",
+            T + dt.timedelta(hours=i * 0.8),
+            f"Story {i}",
+            " ".join(words[(i * j) % 7] for j in range(12)),
+        )
+        for i in range(300)
+    ]
+    write_articles(root, articles)
+    run(Config(root=root, encoder="hashing-384", passage_words=()))
+    assert not any(i.index_type.startswith("Ivf") for i in ArticleIndex(root).table.list_indices())
+    monkeypatch.setattr(index_build, "ANN_MIN_ROWS", 256)
+    index_build._index(root, engine.TABLE, created=False)  # what the job's worker runs after a write
+    index = ArticleIndex(root)
+    assert [i.index_type for i in index.table.list_indices() if i.index_type.startswith("Ivf")] == ["IvfPq"]
+    cutoff = T + dt.timedelta(days=5)
+    hits = index.search("storm over the harbour", cutoff, k=10, mode="dense")
+    assert len(hits) == 10 and all(h.published_at < cutoff for h in hits)

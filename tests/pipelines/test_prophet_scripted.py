@@ -97,7 +97,7 @@ def write_corpus(root: str) -> None:
         )
     table = pa.Table.from_pylist(rows, schema=ARTICLES.schema)
     storage.write_dataset(table, ARTICLES.uri(root), ARTICLES.partition_cols, replace="all")
-    index_build.run(IndexConfig(root=root))
+    index_build.run(IndexConfig(root=root, passage_words=()))  # PROPHET searches whole articles only
 
 
 def write_questions(path: Path) -> str:
