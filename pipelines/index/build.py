@@ -275,7 +275,9 @@ def _index(root: str, name: str, created: bool) -> None:
             table.create_index(column, config=BTree(), replace=True)
     else:
         table.optimize()
-    has_vector_index = any(i.index_type.startswith("IVF") for i in table.list_indices())
+    # LanceDB names the type "IvfPq": a case-sensitive "IVF" never matched, and every run above the
+    # threshold trained a new IVF-PQ index over the whole table instead of folding rows in
+    has_vector_index = any(i.index_type.upper().startswith("IVF") for i in table.list_indices())
     if rows >= ANN_MIN_ROWS and not has_vector_index:
         table.create_index(
             "vector", config=IvfPq(distance_type="cosine", num_partitions=max(1, int(rows**0.5)))
