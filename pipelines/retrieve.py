@@ -13,7 +13,6 @@ searches and writes them block by block; only the counts come back.
 from __future__ import annotations
 
 import logging
-import sys
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -109,7 +108,6 @@ def run(config: Config) -> RunSummary:
     ArticleIndex(config.root, table)  # a missing passage table is an error before any work
     summary = RunSummary(f"retrieve: {table} ({config.mode}, k={config.k})")
     ensure_ray(LLMConfig())
-    ray.data.DataContext.get_current().enable_progress_bars = sys.stderr.isatty()
     fs, path = storage.filesystem(config.queries)
     queries = ray.data.read_parquet(path, filesystem=fs)
     missing = set(QUERY_COLUMNS) - set(queries.schema().names)

@@ -25,7 +25,6 @@ import hashlib
 import json
 import logging
 import os
-import sys
 from collections import defaultdict
 
 import pyarrow as pa
@@ -192,7 +191,6 @@ def _append(name: str, files: list[str], words: int | None, config: Config, summ
 
     _ensure_ray()
     context = ray.data.DataContext.get_current()
-    context.enable_progress_bars = sys.stderr.isatty()
     # Rows go in in day order (the files are listed by day), so the rows before a cutoff are
     # mostly a prefix of the table: the B-tree prefilter of a search builds its row set faster.
     context.execution_options.preserve_order = True

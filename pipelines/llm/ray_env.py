@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 
 from pipelines.llm.config import LLMConfig
 
 
 def ensure_ray(cfg: LLMConfig) -> None:
     """Initialise Ray once per process. Locally, logical CPUs default to at least 4 so the
-    engine actor does not starve Ray Data's read and write tasks on a 2-core machine."""
+    engine actor does not starve Ray Data's read and write tasks on a 2-core machine. Ray Data's
+    progress bars show on a terminal only: elsewhere Ray writes a progress report of several
+    lines every ten seconds per dataset into the job's log."""
     import ray
+    import ray.data
 
+    ray.data.DataContext.get_current().enable_progress_bars = sys.stderr.isatty()
     if ray.is_initialized():
         return
     if os.environ.get("RAY_ADDRESS"):
