@@ -12,12 +12,13 @@ from pipelines.llm.config import LLMConfig
 def ensure_ray(cfg: LLMConfig) -> None:
     """Initialise Ray once per process. Locally, logical CPUs default to at least 4 so the
     engine actor does not starve Ray Data's read and write tasks on a 2-core machine. Ray Data's
-    progress bars show on a terminal only: elsewhere Ray writes a progress report of several
-    lines every ten seconds per dataset into the job's log."""
+    progress bars are turned off unless both stdout and stderr are a terminal: otherwise Ray writes
+    a progress report of several lines every ten seconds per dataset into the job's log."""
     import ray
     import ray.data
 
-    ray.data.DataContext.get_current().enable_progress_bars = sys.stderr.isatty()
+    if not (sys.stdout.isatty() and sys.stderr.isatty()):  # Ray picks the report by stdout
+        ray.data.DataContext.get_current().enable_progress_bars = False
     if ray.is_initialized():
         return
     if os.environ.get("RAY_ADDRESS"):

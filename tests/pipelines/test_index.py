@@ -190,15 +190,19 @@ def test_an_ann_index_above_the_threshold_keeps_the_cutoff(tmp_path, ray_local, 
     ]
     write_articles(root, articles)
     run(Config(root=root, encoder="hashing-384", passage_words=()))
-    assert not any(i.index_type.startswith("Ivf") for i in ArticleIndex(root).table.list_indices())
+    assert "IvfPq" not in {i.index_type for i in ArticleIndex(root).table.list_indices()}
     monkeypatch.setattr(index_build, "ANN_MIN_ROWS", 256)
     index_build._index(root, engine.TABLE, created=False)  # what the job's worker runs after a write
     index = ArticleIndex(root)
     (ann,) = [i for i in index.table.list_indices() if i.index_type == "IvfPq"]
+    write_articles(root, [("new", T + dt.timedelta(days=11), "Storm", "storm harbour storm harbour")])
+    run(Config(root=root, encoder="hashing-384", passage_words=()))
     index_build._index(root, engine.TABLE, created=False)  # a later run folds rows in, trains nothing
-    assert [i.index_uuid for i in ArticleIndex(root).table.list_indices() if i.index_type == "IvfPq"] == [
-        ann.index_uuid
-    ]
+    (again,) = [i for i in ArticleIndex(root).table.list_indices() if i.index_type == "IvfPq"]
+    assert again.index_uuid == ann.index_uuid and (again.num_indexed_rows, again.num_unindexed_rows) == (
+        301,
+        0,
+    )
     cutoff = T + dt.timedelta(days=5)
     hits = index.search("storm over the harbour", cutoff, k=10, mode="dense")
     assert len(hits) == 10 and all(h.published_at < cutoff for h in hits)
