@@ -29,9 +29,9 @@ Latency is per query, end to end (query in, hit list out), after two warm-up que
 over the ``--queries`` queries. The engine also answers the same queries in one
 ``search_many`` call (four in flight at once, ids and times only, as the batched retrieval stage
 runs them): its time a query is set against the baseline's mean time a query. ``leaks`` counts
-the hits of both sides (every engine run) that are at or after their cutoff or undated, judged by the articles table's ``published_at``, not by a
-hit's own. The last line printed is one JSON object; everything goes to
-``bench/results/retrieval-<time>.json``.
+the hits of both sides (every engine run) that are at or after their cutoff or undated, judged
+by the articles table's ``published_at``, not by a hit's own. The last line printed is one JSON
+object; everything goes to ``bench/results/retrieval-<time>.json``.
 """
 
 from __future__ import annotations

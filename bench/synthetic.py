@@ -3,6 +3,8 @@
     summary = write_corpus(root, n=200_000, seed=0)     # ROOT/corpus/articles, one file per day
     queries = draw_queries(200, seed=0)                  # query text + a cutoff inside the span
 
+    python -m bench.synthetic --root ROOT [--articles 200000] [--seed 0]
+
 What it holds (the same for a seed whatever the chunk size):
 
 * **publish times** uniform over three years (2021-01-01 to 2024-01-01 UTC, microsecond
@@ -20,13 +22,16 @@ articles) and written a chunk of whole days at a time, so memory holds one chunk
 (``chunk_articles``), never the corpus: it runs at a million articles. The vocabulary is the
 same for every seed; a seed picks the days' counts, texts, titles and hosts.
 
-A library for the benches (``bench.retrieval`` writes its corpus with it), not a bench: it has no
-command of its own, measures nothing and prints nothing.
+The benches write their corpora with it (``bench.retrieval``); the command writes one under a root
+of your choice (to try the index job or a builder at scale) and ends with one JSON line: the
+summary (articles, dated, undated, files, bytes, seconds).
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
+import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -291,3 +296,18 @@ def draw_queries(n: int, seed: int = 0, words: tuple[int, int] = (2, 6)) -> list
         cutoff = _datetime(int(rng.integers(_us(START), _us(END))))
         out.append(Query(" ".join(picked), cutoff))
     return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.synthetic", description=__doc__.split("\n\n")[0])
+    p.add_argument(
+        "--root", required=True, help="root URI: the corpus goes to ROOT/corpus/articles (replaced)"
+    )
+    p.add_argument("--articles", type=int, default=200_000, help="articles to write")
+    p.add_argument("--seed", type=int, default=0, help="seed of the days' counts, texts, titles and hosts")
+    args = p.parse_args(argv)
+    print(json.dumps(write_corpus(args.root, args.articles, args.seed)))
+
+
+if __name__ == "__main__":
+    main()

@@ -4,8 +4,10 @@ the span, ~1 % undated, written in chunks that do not change what is written."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 from bench import synthetic
@@ -83,3 +85,11 @@ def test_queries_are_content_words_with_cutoffs_in_the_span():
         assert 2 <= len(words) <= 6 and len(set(words)) == len(words)
         assert set(words) <= content
         assert synthetic.START <= q.cutoff < synthetic.END and q.cutoff.tzinfo is not None
+
+
+def test_the_command_writes_a_corpus_and_ends_with_its_summary(tmp_path, capsys):
+    synthetic.main(["--root", str(tmp_path), "--articles", "300", "--seed", "2"])
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    table = pq.read_table(ARTICLES.uri(str(tmp_path)), columns=["published_at"])
+    assert summary["articles"] == table.num_rows == 300
+    assert summary["undated"] == table["published_at"].null_count and summary["seed"] == 2
