@@ -119,7 +119,7 @@ def run(config: Config) -> RunSummary:
         fn_constructor_args=(config.root, table, config.mode, config.k, config.strict),
         batch_size=config.batch_size,
         batch_format="pyarrow",
-        concurrency=config.actors,
+        compute=ray.data.ActorPoolStrategy(size=config.actors),
     )
     out_fs, out_path = storage.filesystem(config.out)
     hits.write_parquet(out_path, filesystem=out_fs)

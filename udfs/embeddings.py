@@ -44,7 +44,7 @@ def embed(texts: Sequence[str], name: str = DEFAULT_ENCODER, batch_size: int = 6
         return _hashed(texts, int(hashing.group(1)))
     encoder = load_encoder(name)
     if not texts:
-        return np.zeros((0, encoder.get_sentence_embedding_dimension()), dtype=np.float32)
+        return np.zeros((0, encoder.get_embedding_dimension()), dtype=np.float32)
     vectors = encoder.encode(
         list(texts),
         batch_size=batch_size,

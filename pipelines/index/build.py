@@ -203,7 +203,7 @@ def _append(name: str, files: list[str], words: int | None, config: Config, summ
         fn_constructor_args=(config.encoder, config.lead_words, words, config.batch_size),
         batch_size=config.batch_size,
         batch_format="pyarrow",
-        concurrency=config.embed_actors,
+        compute=ray.data.ActorPoolStrategy(size=config.embed_actors),
         num_gpus=config.embed_gpus or None,
     )
     counts = embedded.map_batches(
@@ -211,7 +211,10 @@ def _append(name: str, files: list[str], words: int | None, config: Config, summ
         fn_constructor_args=(config.root, name, config.encoder),
         batch_size=config.batch_size * 4,
         batch_format="pyarrow",
-        concurrency=1,
+        compute=ray.data.ActorPoolStrategy(size=1),
+        # the one writer mostly waits on storage; holding a CPU, it left a 2-CPU cluster none for
+        # the read tasks, and the job waited forever
+        num_cpus=0,
         runtime_env=_worker_env(),
         max_restarts=0,  # a batch written twice would be duplicate rows: a failed run is redone instead
     )

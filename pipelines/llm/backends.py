@@ -27,13 +27,15 @@ _CARRIED = ("request_key", "mode", "score_token_ids", "stop")
 
 def apply_backend(ds, cfg: LLMConfig):
     """Run a Ray Dataset of requests through the configured engine; returns responses."""
+    import ray.data
+
     if cfg.backend == "local":
         return ds.map_batches(
             _LocalEngineClient,
             fn_constructor_kwargs={"engines": local_engine_actors(cfg)},
             batch_size=cfg.batch_size,
             batch_format="pyarrow",
-            concurrency=cfg.concurrency,
+            compute=ray.data.ActorPoolStrategy(size=cfg.concurrency),
             num_cpus=0,
         )
     if cfg.backend == "scripted":
@@ -44,7 +46,7 @@ def apply_backend(ds, cfg: LLMConfig):
             fn_constructor_kwargs={"script": ship_script(cfg.script)},
             batch_size=cfg.batch_size,
             batch_format="pyarrow",
-            concurrency=1,
+            compute=ray.data.ActorPoolStrategy(size=1),
             num_cpus=0,
         )
     from ray.data.llm import build_processor

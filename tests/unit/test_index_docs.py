@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import warnings
 
 import numpy as np
 import pyarrow as pa
 
-from udfs.embeddings import embed
+from udfs.embeddings import DEFAULT_ENCODER, embed, load_encoder
 from udfs.index_docs import cutoff_filter, documents, eligible, pack_passages, quoted_list
 
 
@@ -52,6 +53,15 @@ def test_hashing_encoder_is_deterministic_and_normalised():
     assert np.allclose(np.linalg.norm(vectors[[0, 3]], axis=1), 1.0)
     assert float(vectors[0] @ vectors[3]) < 0.5
 
+
+
+def test_no_input_gives_no_rows_of_the_encoders_width_without_a_warning():
+    """The bundled MiniLM, asked for nothing: (0, 384), through sentence-transformers' current
+    name for the width (the old one warns on every call, in every embedding actor's log)."""
+    load_encoder(DEFAULT_ENCODER)  # loading may warn on its own account
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert embed([], DEFAULT_ENCODER).shape == (0, 384)
 
 def test_passages_pack_whole_paragraphs_and_split_long_ones():
     text = "one two\nthree four five\n\nsix\n" + " ".join(f"w{i}" for i in range(7))
