@@ -123,12 +123,14 @@ def local_model_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def ray_local(local_model_dir):
-    """A local Ray cluster for the whole run; local engine actors persist across tests."""
-    import logging
-
+    """A local Ray cluster for the whole run, started as a job starts it; local engine actors
+    persist across tests."""
     import ray
 
-    ray.init(num_cpus=4, include_dashboard=False, logging_level=logging.WARNING)
+    from pipelines.llm.config import LLMConfig
+    from pipelines.llm.ray_env import ensure_ray
+
+    ensure_ray(LLMConfig(ray_num_cpus=4))
     yield
     ray.shutdown()
 

@@ -13,9 +13,10 @@ Steps (named in the logs as ``stage=…``):
    into index documents (``udfs.index_docs``) and embeds them with MiniLM in ``map_batches`` on an
    actor pool (``--embed-actors``; ``--embed-gpus`` per actor on a GPU cluster).
 3. **write**: the rows of the changed partitions are deleted, the new ones appended batch by
-   batch as they stream out of Ray Data (the driver holds one batch), then the indexes are
-   brought up to date: full-text (BM25) on ``text``, a B-tree on ``published_at``, and an IVF-PQ
-   vector index once the table has ``ANN_MIN_ROWS`` rows (exact search below that).
+   batch as they stream out of Ray Data (the driver holds one batch; a batch appended twice by
+   a retried writer fails the run), then the indexes are brought up to date: full-text (BM25)
+   on ``text``, a B-tree on ``published_at``, and an IVF-PQ vector index once the table has
+   ``ANN_MIN_ROWS`` rows (exact search below that).
 4. **record**: the partition list is written last, so an interrupted run redoes its partitions.
 """
 
@@ -216,18 +217,32 @@ def _append(name: str, files: list[str], words: int | None, config: Config, summ
         # the read tasks, and the job waited forever
         num_cpus=0,
         runtime_env=_worker_env(),
-        max_restarts=0,  # a batch written twice would be duplicate rows: a failed run is redone instead
     )
+    before = _rows(config.root, name)
     written = 0
     for batch in counts.iter_batches(batch_size=None, batch_format="pyarrow"):
         written += sum(batch["rows"].to_pylist())
         log.info("stage=write table=%s rows=%d", name, written)
+    # Ray Data restarts a failed writer and retries its batch, which may already be appended:
+    # duplicate rows fail the run before its partition list is written, so a rerun redoes them
+    appended = _rows(config.root, name) - before
+    if appended != written:
+        raise SystemExit(
+            f"stage=write table={name}: {appended} rows appended for {written} documents (a retried "
+            "batch was appended twice); the index's partition list is left as it was: rerun the "
+            "job to redo these partitions"
+        )
     if words is None:
         summary.rows_read, summary.rows_written = read, written
         if read > written:
             summary.reject("undated", read - written)
     else:
         summary.metrics[f"{name} rows written"] = written
+
+
+def _rows(root: str, name: str) -> int:
+    db = connect(root)
+    return db.open_table(name).count_rows() if name in db.list_tables().tables else 0
 
 
 def _ensure_ray() -> None:

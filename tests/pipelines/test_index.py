@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from pipelines import search
+from pipelines.index import build as index_build
 from pipelines.index import engine
 from pipelines.index.build import run
 from pipelines.index.config import Config
@@ -150,6 +151,27 @@ def test_a_rerun_writes_nothing_and_a_new_day_adds_only_its_articles(tmp_path, r
     assert changed.metrics["rows in the index"] == changed.metrics["rows in passages_100"] == len(PROBES)
     hits = ArticleIndex(root).search("museum", T + dt.timedelta(days=30), k=10, mode="bm25")
     assert [h.doc_id for h in hits] == ["late-v2"]
+
+
+def test_a_batch_appended_twice_fails_the_run_and_the_rerun_repairs_it(tmp_path, ray_local, monkeypatch):
+    """Ray Data restarts a failed writer and retries its batch, which may be in the table already:
+    the run fails before recording its partitions, and the next one leaves each article once."""
+    root = str(tmp_path)
+    write_articles(root, PROBES)
+
+    class RetriedWriter(index_build.Writer):  # a local class: Ray ships it by value
+        def __call__(self, batch):
+            super().__call__(batch)
+            return super().__call__(batch)
+
+    monkeypatch.setattr(index_build, "Writer", RetriedWriter)
+    with pytest.raises(SystemExit, match="appended twice"):
+        run(Config(root=root, passage_words=()))
+    monkeypatch.undo()
+    summary = run(Config(root=root, passage_words=()))
+    ids = ArticleIndex(root).table.search().select(["article_id"]).limit(100).to_arrow()["article_id"]
+    dated = sorted(a for a, published, _, _ in PROBES if published)
+    assert sorted(ids.to_pylist()) == dated and summary.rows_written == len(dated)
 
 
 @pytest.mark.s3

@@ -1,12 +1,15 @@
 """Starting Ray for a job: Ray Data's progress display follows the terminal."""
 
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import ray.data
 
 from pipelines.llm.config import LLMConfig
-from pipelines.llm.ray_env import ensure_ray
+from pipelines.llm.ray_env import FOOTER_ACTORS, ensure_ray
 
 pytestmark = pytest.mark.ray
 
@@ -30,3 +33,32 @@ def test_progress_bars_only_on_a_terminal(ray_local, monkeypatch, stdout, stderr
     monkeypatch.setattr(sys.stderr, "isatty", lambda: stderr)
     ensure_ray(LLMConfig())  # Ray is already up here: the setting must not depend on starting it
     assert context.enable_progress_bars is after
+
+
+FOOTERS = """
+import os
+from pipelines.llm.config import LLMConfig
+from pipelines.llm.ray_env import FOOTER_ACTORS, ensure_ray
+ensure_ray(LLMConfig(ray_num_cpus=3))
+print(os.environ[FOOTER_ACTORS])
+"""
+
+
+@pytest.mark.parametrize(("user", "expected"), [(None, "3"), ("8", "8")])
+def test_a_local_start_reads_parquet_footers_with_one_actor_per_cpu(user, expected):
+    """Ray Data starts 32 footer-reading worker processes for every Parquet read unless told
+    otherwise: a small index run took twice as long with them and the workers held 8 GB.
+    A fresh process, so that this start is the one that starts Ray."""
+    env = {k: v for k, v in os.environ.items() if k not in (FOOTER_ACTORS, "RAY_ADDRESS")}
+    if user:
+        env[FOOTER_ACTORS] = user
+    done = subprocess.run(
+        [sys.executable, "-c", FOOTERS],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-1] == expected

@@ -54,7 +54,6 @@ def test_hashing_encoder_is_deterministic_and_normalised():
     assert float(vectors[0] @ vectors[3]) < 0.5
 
 
-
 def test_no_input_gives_no_rows_of_the_encoders_width_without_a_warning():
     """The bundled MiniLM, asked for nothing: (0, 384), through sentence-transformers' current
     name for the width (the old one warns on every call, in every embedding actor's log)."""
@@ -62,6 +61,7 @@ def test_no_input_gives_no_rows_of_the_encoders_width_without_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert embed([], DEFAULT_ENCODER).shape == (0, 384)
+
 
 def test_passages_pack_whole_paragraphs_and_split_long_ones():
     text = "one two\nthree four five\n\nsix\n" + " ".join(f"w{i}" for i in range(7))
