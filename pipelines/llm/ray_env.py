@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import warnings
 
 from pipelines.llm.config import LLMConfig
 
@@ -32,4 +33,9 @@ def ensure_ray(cfg: LLMConfig) -> None:
     # process: on one machine that halved a small index run's speed (32 s against 16 s) and held
     # 8 GB; one per logical CPU reads the footers as fast (the user's own setting wins)
     os.environ.setdefault(FOOTER_ACTORS, str(cpus))
-    ray.init(num_cpus=cpus, include_dashboard=False, logging_level=logging.WARNING)
+    with warnings.catch_warnings():
+        # Ray starts its processes by fork and exec; a driver that has opened LanceDB already
+        # would have each forked child warn that LanceDB's runtime was reset for it (five such
+        # warnings in the log), though the child runs no LanceDB code before its exec
+        warnings.filterwarnings("ignore", "lancedb fork support is experimental", RuntimeWarning)
+        ray.init(num_cpus=cpus, include_dashboard=False, logging_level=logging.WARNING)
