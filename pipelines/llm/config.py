@@ -63,7 +63,7 @@ class LLMConfig:
     script: dict[str, Any] | None = field(default=None, compare=False, repr=False)
     # stage runner
     shard_size: int = option(64, help="requests per durable response shard", min=1)
-    ray_num_cpus: int | None = None  # logical CPUs for a local ray.init (None: Ray's default)
+    ray_num_cpus: int | None = None  # logical CPUs for a local ray.init (None: at least 4)
 
     def __post_init__(self) -> None:
         if (self.backend == "scripted") != (self.script is not None):
