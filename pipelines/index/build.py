@@ -218,14 +218,14 @@ def _append(name: str, files: list[str], words: int | None, config: Config, summ
         num_cpus=0,
         runtime_env=_worker_env(),
     )
-    before = _rows(config.root, name)
+    before = _rows(connect(config.root), name)
     written = 0
     for batch in counts.iter_batches(batch_size=None, batch_format="pyarrow"):
         written += sum(batch["rows"].to_pylist())
         log.info("stage=write table=%s rows=%d", name, written)
     # Ray Data restarts a failed writer and retries its batch, which may already be appended:
     # duplicate rows fail the run before its partition list is written, so a rerun redoes them
-    appended = _rows(config.root, name) - before
+    appended = _rows(connect(config.root), name) - before
     if appended != written:
         raise SystemExit(
             f"stage=write table={name}: {appended} rows appended for {written} documents (a retried "
@@ -240,8 +240,8 @@ def _append(name: str, files: list[str], words: int | None, config: Config, summ
         summary.metrics[f"{name} rows written"] = written
 
 
-def _rows(root: str, name: str) -> int:
-    db = connect(root)
+def _rows(db, name: str) -> int:
+    """Rows in table ``name`` of ``db`` (0 while it does not exist)."""
     return db.open_table(name).count_rows() if name in db.list_tables().tables else 0
 
 
@@ -314,7 +314,7 @@ def _index(root: str, name: str, created: bool) -> None:
 
 def _finish(summary: RunSummary, db) -> RunSummary:
     names = db.list_tables().tables
-    summary.metrics["rows in the index"] = db.open_table(TABLE).count_rows() if TABLE in names else 0
+    summary.metrics["rows in the index"] = _rows(db, TABLE)
     for name in sorted(n for n in names if n.startswith("passages_")):
         summary.metrics[f"rows in {name}"] = db.open_table(name).count_rows()
     summary.notes.append(
