@@ -44,7 +44,9 @@ class Config:
 
     root: str = option(help="root URI whose index was built by python -m pipelines.index")
     queries: str = option(help="Parquet file or directory of query_id, query, cutoff [, since]")
-    out: str = option(help="directory (path or s3://) the hit table is written to")
+    out: str = option(
+        help="directory (path or s3://) the hit table is written to; a previous hit table there is replaced"
+    )
     mode: str = option("bm25", choices=MODES, help="bm25, dense or hybrid")
     k: int = option(10, min=1, help="hits per query")
     strict: bool = option(False, help="BM25 with term statistics of each query's window only")
@@ -95,6 +97,7 @@ class Searcher:
 def run(config: Config) -> RunSummary:
     """Search every query of ``config.queries``; write the hits under ``config.out``."""
     import ray
+    from ray.data import SaveMode
 
     from pipelines.llm.config import LLMConfig
     from pipelines.llm.ray_env import ensure_ray
@@ -106,6 +109,7 @@ def run(config: Config) -> RunSummary:
         raise InputError(f"no such queries table: {config.queries}")
     table = passage_table(config.passage_words) if config.passage_words else TABLE
     ArticleIndex(config.root, table)  # a missing passage table is an error before any work
+    _check_out(config.out)
     summary = RunSummary(f"retrieve: {table} ({config.mode}, k={config.k})")
     ensure_ray(LLMConfig())
     fs, path = storage.filesystem(config.queries)
@@ -122,7 +126,8 @@ def run(config: Config) -> RunSummary:
         compute=ray.data.ActorPoolStrategy(size=config.actors),
     )
     out_fs, out_path = storage.filesystem(config.out)
-    hits.write_parquet(out_path, filesystem=out_fs)
+    # a rerun replaces the hit table: Ray Data's default mode appended, and every hit came twice
+    hits.write_parquet(out_path, filesystem=out_fs, mode=SaveMode.OVERWRITE)
     summary.rows_written = summary.rows_read  # every query searched; one with no match has no hit rows
     summary.metrics["hits written"] = storage.count_rows(config.out)
     log.info(
@@ -131,6 +136,19 @@ def run(config: Config) -> RunSummary:
     summary.finish()
     print(summary.table())
     return summary
+
+
+def _check_out(out: str) -> None:
+    """Refuse an ``--out`` that holds anything but a hit table (Parquet files, no subdirectories),
+    which the run replaces: a mistyped ``--out`` must not empty a corpus table or a root."""
+    if storage.is_file(out):
+        raise InputError(f"--out {out} is a file, not a directory")
+    prefix = storage.normalize_uri(out).rstrip("/") + "/"
+    others = [f for f in storage.list_files(out) if not f.endswith(".parquet") or "/" in f[len(prefix) :]]
+    if others:
+        raise InputError(
+            f"--out {out} holds files that are not a hit table (e.g. {others[0]}); give an empty or new directory"
+        )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -5,6 +5,7 @@ for exclusion and the cutoff; the judge's window search."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 from collections import Counter
@@ -18,6 +19,7 @@ from pipelines.index.build import run
 from pipelines.index.config import Config
 from pipelines.index.engine import ArticleIndex, passage_table
 from tests.fixtures.evaluate.data import write_articles
+from udfs.cli import InputError
 from udfs.index_docs import terms
 from udfs.retrieval import LeakageError
 from udfs.schemas import UTC_TS
@@ -140,3 +142,28 @@ def test_batched_retrieval_writes_the_hits_of_every_query(root, tmp_path):
         assert [(h["article_id"], h["rank"]) for h in mine] == [(h.doc_id, h.rank) for h in direct]
         assert all(h["published_at"] < q["cutoff"] for h in mine)
     assert {h["query_id"] for h in hits} == {"q1", "q2"}  # no article mentions a zeppelin
+
+
+def test_a_rerun_of_batched_retrieval_replaces_its_hit_table(root, tmp_path):
+    queries = pa.table({"query_id": ["q1"], "query": [QUERY], "cutoff": pa.array([DAY], UTC_TS)})
+    pq.write_table(queries, tmp_path / "queries.parquet")
+    out = str(tmp_path / "hits")
+    config = retrieve.Config(root=root, queries=str(tmp_path / "queries.parquet"), out=out, k=3)
+    retrieve.run(config)
+    assert pq.read_table(out).num_rows == 3
+    summary = retrieve.run(dataclasses.replace(config, k=2))
+    hits = pq.read_table(out)
+    assert hits.num_rows == summary.metrics["hits written"] == 2  # appended, there were 5
+    assert hits["rank"].to_pylist() == [1, 2]
+
+
+def test_batched_retrieval_refuses_an_out_that_is_not_a_hit_table(root, tmp_path):
+    pq.write_table(pa.table({"query_id": ["q1"]}), tmp_path / "queries.parquet")
+    table = tmp_path / "corpus" / "published_date=2024-05-01"
+    table.mkdir(parents=True)
+    pq.write_table(pa.table({"x": [1]}), table / "part.parquet")
+    (tmp_path / "notes.txt").write_text("mine")
+    for out, why in [(tmp_path / "corpus", "not a hit table"), (tmp_path / "notes.txt", "is a file")]:
+        with pytest.raises(InputError, match=why):
+            retrieve.run(retrieve.Config(root=root, queries=str(tmp_path / "queries.parquet"), out=str(out)))
+    assert (table / "part.parquet").exists() and (tmp_path / "notes.txt").read_text() == "mine"
