@@ -16,7 +16,8 @@ Steps (named in the logs as ``stage=…``):
    batch as they stream out of Ray Data (the driver holds one batch; a batch appended twice by
    a retried writer fails the run), then the indexes are brought up to date: full-text (BM25)
    on ``text``, a B-tree on ``published_at``, and an IVF-PQ vector index once the table has
-   ``ANN_MIN_ROWS`` rows (exact search below that).
+   ``ANN_MIN_ROWS`` rows (exact search below that), trained again whenever the table has grown
+   ``ANN_REGROWTH``-fold since its last training (new rows are folded into the old partitions).
 4. **record**: the partition list is written last, so an interrupted run redoes its partitions.
 """
 
@@ -49,6 +50,8 @@ from udfs.schemas import ARTICLES
 
 log = logging.getLogger("augury.index")
 ANN_MIN_ROWS = 100_000  # below this, exact vector search is fast enough and exact
+ANN_REGROWTH = 4  # the vector index is trained again once the table has grown this much since
+TRAINED_ROWS = "augury:ivf_trained_rows"  # metadata of the vector column: rows at the last training
 MANIFEST = "_partitions.json"
 # Lance file format 2.1, made for reading a few rows (a search's hits): on a 200k-article table a
 # BM25 search with its prefilter and fetch measured ~0.4 ms faster than on format 2.0
@@ -291,13 +294,17 @@ def _index(root: str, name: str, created: bool) -> None:
             table.create_index(column, config=BTree(), replace=True)
     else:
         table.optimize()
-    # LanceDB names the type "IvfPq": a case-sensitive "IVF" never matched, and every run above the
-    # threshold trained a new IVF-PQ index over the whole table instead of folding rows in
-    has_vector_index = any(i.index_type.upper().startswith("IVF") for i in table.list_indices())
-    if rows >= ANN_MIN_ROWS and not has_vector_index:
+    # Folding rows in keeps the partitions trained on the rows there were, so the vector index is
+    # trained again each time the table has grown ANN_REGROWTH-fold since (partitions ∝ √rows:
+    # each training doubles them; the total work stays a constant times the last one's)
+    if rows >= max(ANN_MIN_ROWS, ANN_REGROWTH * trained_rows(table)):
         table.create_index(
-            "vector", config=IvfPq(distance_type="cosine", num_partitions=max(1, int(rows**0.5)))
+            "vector",
+            config=IvfPq(distance_type="cosine", num_partitions=max(1, int(rows**0.5))),
+            replace=True,
         )
+        table.update_field_metadata({"path": "vector", "metadata": {TRAINED_ROWS: str(rows)}})
+        log.info("stage=write %s: vector index trained over %d rows", name, rows)
     if name == TABLE:
         for stats_name in STATISTICS:
             stats = db.open_table(stats_name)
@@ -312,11 +319,19 @@ def _index(root: str, name: str, created: bool) -> None:
     log.info("stage=write %s: indexes up to date over %d rows", name, rows)
 
 
+def trained_rows(table) -> int:
+    """The rows a table's vector index was last trained over (0: none, exact search)."""
+    return int((table.schema.field("vector").metadata or {}).get(TRAINED_ROWS.encode(), 0))
+
+
 def _finish(summary: RunSummary, db) -> RunSummary:
     names = db.list_tables().tables
     summary.metrics["rows in the index"] = _rows(db, TABLE)
-    for name in sorted(n for n in names if n.startswith("passages_")):
-        summary.metrics[f"rows in {name}"] = db.open_table(name).count_rows()
+    for name in [n for n in [TABLE, *sorted(n for n in names if n.startswith("passages_"))] if n in names]:
+        table = db.open_table(name)
+        if name != TABLE:
+            summary.metrics[f"rows in {name}"] = _rows(db, name)
+        summary.metrics[f"{name}: vector index trained over"] = trained_rows(table) or "- (exact search)"
     summary.notes.append(
         "rows read = articles of the new or changed partitions; undated ones are not indexed"
     )

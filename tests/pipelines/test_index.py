@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import logging
 from pathlib import Path
 
 import pytest
@@ -197,7 +198,7 @@ def test_asking_for_an_index_creates_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_an_ann_index_above_the_threshold_keeps_the_cutoff(tmp_path, ray_local, monkeypatch):
+def test_an_ann_index_above_the_threshold_keeps_the_cutoff(tmp_path, ray_local, monkeypatch, caplog):
     from pipelines.index import build as index_build
 
     root, words = str(tmp_path), ["harbour", "council", "storm", "budget", "zeppelin", "museum", "vote"]
@@ -225,6 +226,15 @@ def test_an_ann_index_above_the_threshold_keeps_the_cutoff(tmp_path, ray_local, 
         301,
         0,
     )
+    assert index_build.trained_rows(ArticleIndex(root).table) == 300
+    monkeypatch.setattr(index_build, "ANN_REGROWTH", 1.002)  # 301 rows: grown enough to train again
+    caplog.set_level(logging.INFO, logger="augury.index")
+    for _ in range(2):  # the second time it has not grown since: folded in, not trained
+        index_build._index(root, engine.TABLE, created=False)
+    assert index_build.trained_rows(ArticleIndex(root).table) == 301
+    assert sum("vector index trained over 301 rows" in r.message for r in caplog.records) == 1
+    summary = run(Config(root=root, encoder="hashing-384", passage_words=()))
+    assert summary.metrics["articles: vector index trained over"] == 301
     cutoff = T + dt.timedelta(days=5)
-    hits = index.search("storm over the harbour", cutoff, k=10, mode="dense")
+    hits = ArticleIndex(root).search("storm over the harbour", cutoff, k=10, mode="dense")
     assert len(hits) == 10 and all(h.published_at < cutoff for h in hits)
