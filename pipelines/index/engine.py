@@ -154,16 +154,17 @@ class ArticleIndex:
         mode: str = "bm25",
         strict: bool = False,
         text: bool = True,
+        distinct: bool = False,
     ) -> list[list[IndexHit]]:
         """``search`` for each ``(query, cutoff, since)``, hits in the order of ``queries``. BM25 and
         dense searches run ``CONCURRENCY`` at a time in the engine, whose threads then stay busy
         (about twice the queries per second of one by one on two cores; dense queries are also
-        embedded in one batch); hybrid and strict ones run one after another. ``text`` as in
-        ``search`` (the batched retrieval stage writes ids, scores and times only)."""
+        embedded in one batch); hybrid and strict ones run one after another. ``text`` and
+        ``distinct`` as in ``search`` (the batched retrieval stage writes ids, scores and times only)."""
         _check_mode(mode)
         if mode == "hybrid" or (strict and mode != "dense"):
             return [
-                self.search(q, cutoff, k, mode, since=since, strict=strict, text=text)
+                self.search(q, cutoff, k, mode, since=since, distinct=distinct, strict=strict, text=text)
                 for q, cutoff, since in queries
             ]
         vectors = list(self.embed([q for q, _, _ in queries])) if mode == "dense" else [None] * len(queries)
@@ -177,7 +178,7 @@ class ArticleIndex:
 
             return await asyncio.gather(
                 *(
-                    one(q, vector, eligible(cutoff, since, (), None, False))
+                    one(q, vector, eligible(cutoff, since, (), None, distinct))
                     for (q, cutoff, since), vector in zip(queries, vectors, strict=True)
                 )
             )

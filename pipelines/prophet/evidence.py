@@ -90,13 +90,18 @@ class Corpus:
         ledger.close(step)
         return cls(root, index, n_dated - duplicates, not_searchable)
 
-    def search(self, query: str, resolution_date: dt.date, k: int) -> list[Hit]:
-        """The top ``k`` BM25 hits published strictly before D = 00:00 UTC of the resolution date
-        (the engine's prefilter, every hit asserted), near-duplicates left out."""
+    def search_many(self, queries: list[tuple[str, dt.date]], k: int) -> list[list[Hit]]:
+        """For each ``(query, resolution date)``, the top ``k`` BM25 hits published strictly before
+        D = 00:00 UTC of that date (the engine's prefilter, every hit asserted), near-duplicates
+        left out; several searches in flight at once in the engine."""
         if self.index is None:
-            return []
-        return self.index.search(  # ids: the prompt fields come from ``articles``
-            query, cutoff_instant(resolution_date), k, mode="bm25", distinct=True, text=False
+            return [[] for _ in queries]
+        return self.index.search_many(  # ids: the prompt fields come from ``articles``
+            [(query, cutoff_instant(date), None) for query, date in queries],
+            k,
+            mode="bm25",
+            text=False,
+            distinct=True,
         )
 
     def n_on_or_after(self, resolution_date: dt.date) -> int:
@@ -162,8 +167,10 @@ def retrieve(
     question, checked against each question's D before any prompt shows them."""
     step = ledger.step("retrieval")
     hits = []
-    for q in queries:
-        found = corpus.search(q["query"], dates[q["question_id"]], config.search_depth)
+    searched = corpus.search_many(
+        [(q["query"], dates[q["question_id"]]) for q in queries], config.search_depth
+    )
+    for q, found in zip(queries, searched, strict=True):
         q["n_hits"] = len(found)
         hits += [
             {

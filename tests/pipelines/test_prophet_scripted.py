@@ -458,15 +458,15 @@ def test_plan_before_anything_ran_bounds_the_unknown(ray_local, tmp_path, monkey
 def test_a_late_candidate_fires_the_assertion_before_any_rating_prompt(built, tmp_path, monkeypatch):
     root, questions, _ = built
     root = copy_of(root, tmp_path)
-    real = Corpus.search
+    real = Corpus.search_many
     returned = []
 
-    def leaky(corpus, query, resolution_date, k):
+    def leaky(corpus, queries, k):
         late = Hit("id-LATE1", ARTICLE_DATES["LATE1"], 99.0, 0)
         returned.append(late)
-        return [*real(corpus, query, resolution_date, k), late]
+        return [[*hits, late] for hits in real(corpus, queries, k)]
 
-    monkeypatch.setattr(Corpus, "search", leaky)
+    monkeypatch.setattr(Corpus, "search_many", leaky)
     prompts = record_requests(monkeypatch)
     with pytest.raises(LeakageError, match="at or after their question's D"):
         run(
@@ -497,8 +497,8 @@ def test_a_near_duplicate_and_an_article_at_d_never_become_candidates(built):
     assert len(eligible["strike-ends"]) == 8 and len(eligible["strike-spreads"]) == 5
     corpus = Corpus(root, index, searchable=len(ARTICLE_DATES) - 2)
     for qid, d in DATES.items():
-        for query in ("Report DUP", "Report LATE0", TOPIC):
-            assert {h.doc_id for h in corpus.search(query, d, 20)} == eligible[qid]
+        queries = [("Report DUP", d), ("Report LATE0", d), (TOPIC, d)]
+        assert [{h.doc_id for h in hits} for hits in corpus.search_many(queries, 20)] == [eligible[qid]] * 3
     # in the build: every query of a question found exactly its eligible articles (depth 20 > 8),
     # and the union of its hits, its candidates, is that set
     for q in result.tables["queries"].to_pylist():
