@@ -239,7 +239,7 @@ class StageRunner:
             text = self.prompt_text(prompt.render(variables))
             row_sampling = _row_sampling(record, stage.sampling_column)
             row_declared = _row_mapping(record, stage.structured_column) or declared
-            structured = json.dumps(row_declared, sort_keys=True) if row_declared else None
+            structured = structured_form(row_declared)
             for sample in range(stage.samples):
                 sampling = merge_sampling(prompt.sampling, stage.sampling, row_sampling)
                 if self.llm.max_new_tokens and kind != "choice":
@@ -357,6 +357,13 @@ class StageRunner:
             raise RuntimeError(f"stage {stage.name}: engine returned no response for {len(missing)} requests")
         summary.metrics["requests_computed"] = len(got)
         return got
+
+
+def structured_form(declared: dict[str, Any] | None) -> str | None:
+    """The answer form a request carries, as JSON in its declared key order: a JSON schema's
+    properties are generated in the order they are listed (xgrammar, vLLM), so sorted keys made the
+    model write ``location`` before ``type`` and ``trigger``, against the prompt's own order."""
+    return json.dumps(declared) if declared else None
 
 
 def output_of(stage: LLMStage, prompt: Prompt) -> dict[str, Any] | None:

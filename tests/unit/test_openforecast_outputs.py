@@ -190,3 +190,20 @@ def test_fitted_timelines_keep_several_items_under_a_demo_cap():
     assert declared("openforecast.extract_news", 4096) is None
     assert declared("openforecast.extract_news", 128) == form
     assert declared("openforecast.page_date", 8) is None  # fixed size: the prompt's own form
+
+
+def test_a_request_keeps_the_schema_key_order_the_prompt_describes():
+    """The engines generate a JSON object's properties in the schema's order; the request's form
+    keeps the declared order (it was sorted, so only ``{"extra"…, "location"…, "object"…}``-first
+    answers were possible, unlike the prompt's ``type, trigger, time, …``)."""
+    import xgrammar
+    from xgrammar.testing import _is_grammar_accept_string
+
+    from pipelines.llm.stage import structured_form
+
+    form = json.loads(structured_form(load_prompt("openforecast.event_struct").output))
+    assert list(form["json"]["items"]["properties"])[:3] == ["type", "trigger", "time"]
+    grammar = xgrammar.Grammar.from_json_schema(json.dumps(form["json"]))
+    answer = '[{"type": "Strike", "trigger": "walked out", "time": null, "location": "Lyon", "subject": null, "object": null}]'
+    assert _is_grammar_accept_string(grammar, answer)
+    assert structured_form(None) is None
