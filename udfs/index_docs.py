@@ -136,7 +136,7 @@ def terms(text: str) -> list[str]:
 def term_statistics(docs: pa.Table) -> tuple[pa.Table, pa.Table]:
     """Per-day statistics of a batch of index documents, the parts strict BM25 sums over a
     window: (``published_date, term, df``) and (``published_date, docs, tokens``). Rows of
-    several batches for one day add up."""
+    several batches for one day would add up (the index job counts each day whole)."""
     days = docs["published_date"].to_pylist()
     pairs_day, pairs_term, lengths = [], [], []
     for day, text in zip(days, docs["text"].to_pylist(), strict=True):

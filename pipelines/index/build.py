@@ -14,7 +14,8 @@ Steps (named in the logs as ``stage=…``):
    actor pool (``--embed-actors``; ``--embed-gpus`` per actor on a GPU cluster).
 3. **write**: the rows of the changed partitions are deleted, the new ones appended batch by
    batch as they stream out of Ray Data (the driver holds one batch; a batch appended twice by
-   a retried writer fails the run), then the indexes are brought up to date: full-text (BM25)
+   a retried writer fails the run) and, for the articles table, the strict statistics of each
+   changed day counted whole (``statistics``); then the indexes are brought up to date: full-text (BM25)
    on ``text``, a B-tree on ``published_at``, and an IVF-PQ vector index once the table has
    ``ANN_MIN_ROWS`` rows (exact search below that), trained again whenever the table has grown
    ``ANN_REGROWTH``-fold since its last training (new rows are folded into the old partitions).
@@ -42,8 +43,9 @@ from pipelines.index.engine import (
     has_index,
     passage_table,
 )
+from pipelines.index.statistics import append_statistics
 from udfs import storage
-from udfs.index_docs import ARTICLE_COLUMNS, documents, index_schema, passages, term_statistics
+from udfs.index_docs import ARTICLE_COLUMNS, documents, index_schema, passages
 from udfs.layout import Layout
 from udfs.report import RunSummary
 from udfs.schemas import ARTICLES
@@ -152,14 +154,16 @@ def _update(db, name: str, days: list[str], gone: list[str], current: dict, conf
     words = None if name == TABLE else int(name.rsplit("_", 1)[1])
     if files:
         _append(name, files, words, config, summary)
+        if name == TABLE:
+            _statistics({d: current[d][1] for d in days}, config, summary)
     if name in connect(config.root).list_tables().tables:
         _in_worker(_index, config.root, name, name not in existing)
 
 
 class Writer:
     """Ray Data actor (one per table and run): appends the embedded batches to table ``name``,
-    creating it on the first batch, with the strict statistics of article batches, and passes on
-    only row counts, so the driver never holds articles."""
+    creating it on the first batch, and passes on only row counts, so the driver never holds
+    articles."""
 
     def __init__(self, root: str, name: str, encoder: str) -> None:
         self.root, self.name, self.encoder, self.table = root, name, encoder, None
@@ -179,12 +183,6 @@ class Writer:
                     data_storage_version=STORAGE_VERSION,
                 )
         self.table.add(batch.cast(self.table.schema))
-        if self.name == TABLE:
-            for stats_name, rows in zip(STATISTICS, term_statistics(batch), strict=True):
-                if stats_name in db.list_tables().tables:
-                    db.open_table(stats_name).add(rows)
-                else:
-                    db.create_table(stats_name, data=rows, data_storage_version=STORAGE_VERSION)
         return pa.table({"rows": [batch.num_rows]})
 
 
@@ -226,21 +224,33 @@ def _append(name: str, files: list[str], words: int | None, config: Config, summ
     for batch in counts.iter_batches(batch_size=None, batch_format="pyarrow"):
         written += sum(batch["rows"].to_pylist())
         log.info("stage=write table=%s rows=%d", name, written)
-    # Ray Data restarts a failed writer and retries its batch, which may already be appended:
-    # duplicate rows fail the run before its partition list is written, so a rerun redoes them
-    appended = _rows(connect(config.root), name) - before
-    if appended != written:
-        raise SystemExit(
-            f"stage=write table={name}: {appended} rows appended for {written} documents (a retried "
-            "batch was appended twice); the index's partition list is left as it was: rerun the "
-            "job to redo these partitions"
-        )
+    _check_appended(name, _rows(connect(config.root), name) - before, written)
     if words is None:
         summary.rows_read, summary.rows_written = read, written
         if read > written:
             summary.reject("undated", read - written)
     else:
         summary.metrics[f"{name} rows written"] = written
+
+
+def _statistics(days: dict[str, list[str]], config: Config, summary: RunSummary) -> None:
+    """Strict BM25's statistics of the changed ``days`` (day → its files), a whole day per row."""
+    before = {name: _rows(connect(config.root), name) for name in STATISTICS}
+    written = append_statistics(config.root, days, config.lead_words, STORAGE_VERSION, _worker_env())
+    for name in STATISTICS:
+        _check_appended(name, _rows(connect(config.root), name) - before[name], written[name])
+    summary.metrics["term_days rows written"] = written["term_days"]
+
+
+def _check_appended(name: str, appended: int, written: int) -> None:
+    """Ray Data restarts a failed writer and retries its batch, which may already be appended:
+    duplicate rows fail the run before its partition list is written, so a rerun redoes them."""
+    if appended != written:
+        raise SystemExit(
+            f"stage=write table={name}: {appended} rows appended for {written} written (a retried "
+            "batch was appended twice); the index's partition list is left as it was: rerun the "
+            "job to redo these partitions"
+        )
 
 
 def _rows(db, name: str) -> int:

@@ -3,13 +3,13 @@
 Daily Oracle's parity setting wants BM25 whose IDF and average length come from the documents a
 forecaster may see, not from the whole index. The index job keeps per-day statistics of the
 article documents beside the table: ``term_days`` (document frequency of each term per day) and
-``day_sizes`` (documents and tokens per day); rows of several batches of one day add up. A strict
+``day_sizes`` (documents and tokens per day), one row per day and term (``statistics``). A strict
 search then
 
 1. asks the engine for a pool: the full-text top ``pool_size(k)`` eligible articles (the window
    and every other bound stay a prefilter inside the engine query);
 2. sums the statistics of the query's terms over the window's whole days (B-tree filtered reads
-   of a few rows per term and day) and counts the articles of a partial first or last day
+   of one row per term and day) and counts the articles of a partial first or last day
    directly;
 3. scores every pool article with BM25 (k1 = 1.2, b = 0.75) under those statistics and keeps the
    k best (ties: article id).

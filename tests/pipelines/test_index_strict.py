@@ -167,3 +167,27 @@ def test_batched_retrieval_refuses_an_out_that_is_not_a_hit_table(root, tmp_path
         with pytest.raises(InputError, match=why):
             retrieve.run(retrieve.Config(root=root, queries=str(tmp_path / "queries.parquet"), out=str(out)))
     assert (table / "part.parquet").exists() and (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_strict_statistics_have_one_row_per_day_and_term_whatever_the_batches(tmp_path, ray_local):
+    """A day spread over several embedding batches is still counted whole: one ``term_days`` row per
+    day and term, one ``day_sizes`` row per day (per batch, a day of B batches had B rows a term)."""
+    root = str(tmp_path)
+    busy = DAY - dt.timedelta(days=5)
+    rows = ROWS + [
+        (f"x{n}", busy + dt.timedelta(hours=n), "Ferry harbour", "The ferry harbour again.")
+        for n in range(1, 13)
+    ]
+    write_articles(root, rows)
+    summary = run(Config(root=root, passage_words=(), batch_size=2))
+    index = ArticleIndex(root)
+    term_days = index.db.open_table("term_days").to_arrow()
+    keys = list(zip(term_days["published_date"].to_pylist(), term_days["term"].to_pylist(), strict=True))
+    assert len(keys) == len(set(keys))
+    assert dict(zip(keys, term_days["df"].to_pylist(), strict=True))[(busy.date(), "ferry")] == 13
+    sizes = index.db.open_table("day_sizes").to_arrow().to_pylist()
+    assert sorted(r["published_date"] for r in sizes) == sorted({w.date() for _, w, _, _ in rows if w})
+    assert {r["published_date"]: r["docs"] for r in sizes}[busy.date()] == 13
+    hits = index.search(QUERY, DAY, k=20, mode="bm25", strict=True)
+    assert {h.doc_id: pytest.approx(h.score) for h in hits} == by_hand(rows, QUERY, DAY)
+    assert summary.metrics["term_days rows written"] == len(keys)
