@@ -16,6 +16,7 @@ import logging
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from pipelines.index.engine import MODES, TABLE, ArticleIndex, has_index, passage_table
 from udfs import storage
@@ -109,7 +110,7 @@ def run(config: Config) -> RunSummary:
         raise InputError(f"no such queries table: {config.queries}")
     table = passage_table(config.passage_words) if config.passage_words else TABLE
     ArticleIndex(config.root, table)  # a missing passage table is an error before any work
-    _check_out(config.out)
+    _check_out(config)
     summary = RunSummary(f"retrieve: {table} ({config.mode}, k={config.k})")
     ensure_ray(LLMConfig())
     fs, path = storage.filesystem(config.queries)
@@ -138,16 +139,24 @@ def run(config: Config) -> RunSummary:
     return summary
 
 
-def _check_out(out: str) -> None:
-    """Refuse an ``--out`` that holds anything but a hit table (Parquet files, no subdirectories),
-    which the run replaces: a mistyped ``--out`` must not empty a corpus table or a root."""
+def _check_out(config: Config) -> None:
+    """Refuse an ``--out`` the run must not replace: a file, the root or a directory holding it or
+    the queries, or one that holds anything but a hit table (flat Parquet files of its columns) —
+    a mistyped ``--out`` must not empty a corpus table or a root."""
+    out = storage.normalize_uri(config.out).rstrip("/")
     if storage.is_file(out):
-        raise InputError(f"--out {out} is a file, not a directory")
-    prefix = storage.normalize_uri(out).rstrip("/") + "/"
-    others = [f for f in storage.list_files(out) if not f.endswith(".parquet") or "/" in f[len(prefix) :]]
+        raise InputError(f"--out {config.out} is a file, not a directory")
+    for what, uri in (("--root", config.root), ("--queries", config.queries)):
+        if (storage.normalize_uri(uri).rstrip("/") + "/").startswith(out + "/"):
+            raise InputError(f"--out {config.out} holds {what} {uri}: give a directory of its own")
+    files = storage.list_files(out)
+    others = [f for f in files if not f.endswith(".parquet") or "/" in f[len(out) + 1 :]]
+    if not others and files:
+        fs, path = storage.filesystem(files[0])
+        others = [] if set(HITS.names) <= set(pq.read_schema(path, filesystem=fs).names) else files[:1]
     if others:
         raise InputError(
-            f"--out {out} holds files that are not a hit table (e.g. {others[0]}); give an empty or new directory"
+            f"--out {config.out} holds files that are not a hit table (e.g. {others[0]}); give an empty or new directory"
         )
 
 

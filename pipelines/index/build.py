@@ -52,7 +52,7 @@ from udfs.schemas import ARTICLES
 
 log = logging.getLogger("augury.index")
 ANN_MIN_ROWS = 100_000  # below this, exact vector search is fast enough and exact
-ANN_REGROWTH = 4  # the vector index is trained again once the table has grown this much since
+ANN_REGROWTH = 4  # the vector index is trained again once the table has grown 4-fold since its training
 TRAINED_ROWS = "augury:ivf_trained_rows"  # metadata of the vector column: rows at the last training
 MANIFEST = "_partitions.json"
 # Lance file format 2.1, made for reading a few rows (a search's hits): on a 200k-article table a

@@ -34,7 +34,7 @@ MODES = ("bm25", "dense", "hybrid")
 # every query; its warnings are kept out of the logs unless asked for.
 os.environ.setdefault("LANCEDB_LOG", "error")
 TABLE = "articles"
-# strict statistics, rows per batch and day: (published_date, term, df), (published_date, docs, tokens)
+# strict statistics, one row per day (and term): (published_date, term, df), (published_date, docs, tokens)
 STATISTICS = ("term_days", "day_sizes")
 S3_ENV = {  # environment variable → LanceDB storage option
     "AWS_ENDPOINT_URL": "aws_endpoint",

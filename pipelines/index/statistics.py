@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from pipelines.index.engine import connect
@@ -19,7 +20,7 @@ from udfs.index_docs import ARTICLE_COLUMNS, DAY_SIZES, TERM_DAYS, documents, te
 
 # a day's statistics as one flat row set for the trip to the writer: the term rows, then the
 # day's size row (term null)
-ROWS = pa.schema(
+DAY_ROWS = pa.schema(
     [
         pa.field("published_date", pa.date32(), nullable=False),
         pa.field("term", pa.string()),
@@ -30,19 +31,20 @@ ROWS = pa.schema(
 )
 
 
-def day_rows(batch: pa.Table, lead_words: int) -> pa.Table:
+def day_rows(batch: pa.Table, lead_words: int, filesystem: pafs.FileSystem) -> pa.Table:
     """Ray Data task (one day a batch): read the day's partition files, count its documents."""
-    tables = []
-    for uri in batch["files"][0].as_py():
-        fs, path = storage.filesystem(uri)
-        tables.append(pq.read_table(path, filesystem=fs, columns=ARTICLE_COLUMNS))
-    term_days, day_sizes = term_statistics(documents(pa.concat_tables(tables), lead_words))
+    tables = [
+        pq.read_table(path, filesystem=filesystem, columns=ARTICLE_COLUMNS)
+        for path in batch["paths"][0].as_py()
+    ]
+    articles = pa.concat_tables(tables, promote_options="permissive")
+    term_days, day_sizes = term_statistics(documents(articles, lead_words))
     nulls = pa.nulls(day_sizes.num_rows, pa.int64())
     return pa.concat_tables(
         [
             term_days.append_column("docs", pa.nulls(term_days.num_rows, pa.int64()))
             .append_column("tokens", pa.nulls(term_days.num_rows, pa.int64()))
-            .cast(ROWS),
+            .cast(DAY_ROWS),
             pa.table(
                 {
                     "published_date": day_sizes["published_date"],
@@ -51,7 +53,7 @@ def day_rows(batch: pa.Table, lead_words: int) -> pa.Table:
                     "docs": day_sizes["docs"],
                     "tokens": day_sizes["tokens"],
                 }
-            ).cast(ROWS),
+            ).cast(DAY_ROWS),
         ]
     )
 
@@ -87,10 +89,13 @@ def append_statistics(
     the rows written per table. Their rows of these days must have been deleted before."""
     import ray
 
-    items = [{"published_date": day, "files": files} for day, files in sorted(days.items())]
+    # the driver's filesystem object goes to the tasks: on S3 it carries the endpoint and every
+    # credential (a session token too), as the embedding stage's read tasks get it
+    filesystem, _ = storage.filesystem(next(iter(days.values()))[0])
+    items = [{"paths": [storage.filesystem(f)[1] for f in files]} for _, files in sorted(days.items())]
     counted = ray.data.from_items(items).map_batches(
         day_rows,
-        fn_kwargs={"lead_words": lead_words},
+        fn_kwargs={"lead_words": lead_words, "filesystem": filesystem},
         batch_size=1,
         batch_format="pyarrow",
         runtime_env=runtime_env,

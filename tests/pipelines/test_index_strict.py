@@ -162,11 +162,20 @@ def test_batched_retrieval_refuses_an_out_that_is_not_a_hit_table(root, tmp_path
     table = tmp_path / "corpus" / "published_date=2024-05-01"
     table.mkdir(parents=True)
     pq.write_table(pa.table({"x": [1]}), table / "part.parquet")
+    (tmp_path / "loose").mkdir()
+    pq.write_table(pa.table({"x": [1]}), tmp_path / "loose" / "mine.parquet")
     (tmp_path / "notes.txt").write_text("mine")
-    for out, why in [(tmp_path / "corpus", "not a hit table"), (tmp_path / "notes.txt", "is a file")]:
+    for out, why in [
+        (tmp_path / "corpus", "not a hit table"),
+        (tmp_path / "loose", "not a hit table"),  # flat Parquet, but not of the hit columns
+        (tmp_path / "notes.txt", "is a file"),
+        (tmp_path, "holds --queries"),
+        (root, "holds --root"),
+    ]:
         with pytest.raises(InputError, match=why):
             retrieve.run(retrieve.Config(root=root, queries=str(tmp_path / "queries.parquet"), out=str(out)))
-    assert (table / "part.parquet").exists() and (tmp_path / "notes.txt").read_text() == "mine"
+    assert (table / "part.parquet").exists() and (tmp_path / "loose" / "mine.parquet").exists()
+    assert (tmp_path / "notes.txt").read_text() == "mine" and (tmp_path / "queries.parquet").exists()
 
 
 def test_strict_statistics_have_one_row_per_day_and_term_whatever_the_batches(tmp_path, ray_local):
@@ -191,3 +200,12 @@ def test_strict_statistics_have_one_row_per_day_and_term_whatever_the_batches(tm
     hits = index.search(QUERY, DAY, k=20, mode="bm25", strict=True)
     assert {h.doc_id: pytest.approx(h.score) for h in hits} == by_hand(rows, QUERY, DAY)
     assert summary.metrics["term_days rows written"] == len(keys)
+    # a rerun after the busy day's partition was rewritten (one article now) replaces its rows
+    write_articles(root, [("x99", busy + dt.timedelta(hours=20), "Ferry", "Ferry again.")])
+    run(Config(root=root, passage_words=(), batch_size=2))
+    again = index.db.open_table("term_days").to_arrow()
+    keys = list(zip(again["published_date"].to_pylist(), again["term"].to_pylist(), strict=True))
+    assert len(keys) == len(set(keys))
+    assert {t for d, t in keys if d == busy.date()} == {"ferry", "again"}
+    sizes = index.db.open_table("day_sizes").to_arrow().to_pylist()
+    assert [r["docs"] for r in sizes if r["published_date"] == busy.date()] == [1]
