@@ -39,22 +39,11 @@ def day_rows(batch: pa.Table, lead_words: int, filesystem: pafs.FileSystem) -> p
     ]
     articles = pa.concat_tables(tables, promote_options="permissive")
     term_days, day_sizes = term_statistics(documents(articles, lead_words))
-    nulls = pa.nulls(day_sizes.num_rows, pa.int64())
-    return pa.concat_tables(
-        [
-            term_days.append_column("docs", pa.nulls(term_days.num_rows, pa.int64()))
-            .append_column("tokens", pa.nulls(term_days.num_rows, pa.int64()))
-            .cast(DAY_ROWS),
-            pa.table(
-                {
-                    "published_date": day_sizes["published_date"],
-                    "term": pa.nulls(day_sizes.num_rows, pa.string()),
-                    "df": nulls,
-                    "docs": day_sizes["docs"],
-                    "tokens": day_sizes["tokens"],
-                }
-            ).cast(DAY_ROWS),
-        ]
+    # each part's missing columns come back null
+    return (
+        pa.concat_tables([term_days, day_sizes], promote_options="default")
+        .select(DAY_ROWS.names)
+        .cast(DAY_ROWS)
     )
 
 
