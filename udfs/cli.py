@@ -375,5 +375,8 @@ def run_cli(
     try:
         return run(config)
     except InputError as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        # one raised in a Ray Data task arrives wrapped (its text: the remote traceback); the
+        # task's own error is its cause, with Ray's retry advice on the lines after the message
+        message = str(exc.cause).split("\n", 1)[0] if hasattr(exc, "cause") else str(exc)
+        print(f"{prog}: error: {message}", file=sys.stderr)
         raise SystemExit(2) from None

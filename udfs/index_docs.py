@@ -17,6 +17,7 @@ from collections.abc import Collection
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from udfs.cli import InputError
 from udfs.schemas import UTC_TS
 from udfs.text import first_words
 from udfs.timeutil import to_utc
@@ -38,6 +39,7 @@ DAY_SIZES = pa.schema(
     ]
 )
 ARTICLE_COLUMNS = ["article_id", "published_at", "host", "title", "text", "near_duplicate_of"]
+_PARTITION = r"published_date=(?P<day>\d{4}-\d{2}-\d{2})"
 
 
 def index_schema(dim: int, passages: bool = False) -> pa.Schema:
@@ -79,6 +81,27 @@ def documents(batch: pa.Table, lead_words: int) -> pa.Table:
             "near_duplicate_of": dated["near_duplicate_of"],
         }
     )
+
+
+def check_partitions(batch: pa.Table) -> pa.Table:
+    """``batch`` (articles read with their file's ``path``) without that column, once every dated
+    article in it sits in the partition of its UTC publication day. The index replaces a day's
+    rows by partition: an article filed under another day would stay behind when its partition
+    is rewritten (then be there twice) or removed, and be counted in another day's strict
+    statistics, where a later article can reach a window it must not."""
+    day = pc.cast(pc.struct_field(pc.extract_regex(batch["path"], _PARTITION), "day"), pa.date32())
+    utc_day = pc.cast(batch["published_at"].cast(UTC_TS), pa.date32())
+    wrong = pc.fill_null(pc.not_equal(utc_day, day), False)
+    if pc.any(wrong).as_py():
+        bad = batch.filter(wrong)
+        first = bad.slice(0, 1).to_pylist()[0]
+        raise InputError(
+            f"{bad.num_rows} article(s) sit in a partition other than their UTC publication day, "
+            f"e.g. {first['article_id']} published {to_utc(first['published_at']).isoformat()} in "
+            f"{first['path']}: write each article under published_date=<the UTC day of its "
+            "published_at> (the corpus jobs do), then rerun the index job"
+        )
+    return batch.drop_columns(["path"])
 
 
 def pack_passages(text: str, words: int) -> list[str]:

@@ -45,7 +45,7 @@ from pipelines.index.engine import (
 )
 from pipelines.index.statistics import append_statistics
 from udfs import storage
-from udfs.index_docs import ARTICLE_COLUMNS, documents, index_schema, passages
+from udfs.index_docs import ARTICLE_COLUMNS, check_partitions, documents, index_schema, passages
 from udfs.layout import Layout
 from udfs.report import RunSummary
 from udfs.schemas import ARTICLES
@@ -93,6 +93,7 @@ class Embedder:
     def __call__(self, batch: pa.Table) -> pa.Table:
         from udfs.embeddings import embed
 
+        batch = check_partitions(batch)
         if self.passage_words is None:
             docs = documents(batch, self.lead_words)
         else:
@@ -196,9 +197,12 @@ def _append(name: str, files: list[str], words: int | None, config: Config, summ
     # Rows go in in day order (the files are listed by day), so the rows before a cutoff are
     # mostly a prefix of the table: the B-tree prefilter of a search builds its row set faster.
     context.execution_options.preserve_order = True
+    context.raise_original_map_exception = True  # a misfiled article's InputError, not a wrapper
     fs, _ = storage.filesystem(files[0])
     paths = [storage.filesystem(f)[1] for f in files]
-    ds = ray.data.read_parquet(paths, filesystem=fs, columns=ARTICLE_COLUMNS, partitioning=None)
+    ds = ray.data.read_parquet(
+        paths, filesystem=fs, columns=ARTICLE_COLUMNS, partitioning=None, include_paths=True
+    )
     read = ds.count()
     embedded = ds.map_batches(
         Embedder,

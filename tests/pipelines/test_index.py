@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from pipelines import search
 from pipelines.index import build as index_build
 from pipelines.index import engine
+from pipelines.index.__main__ import main as index_main
 from pipelines.index.build import run
 from pipelines.index.config import Config
 from pipelines.index.engine import MODES, ArticleIndex
@@ -173,6 +175,26 @@ def test_a_batch_appended_twice_fails_the_run_and_the_rerun_repairs_it(tmp_path,
     ids = ArticleIndex(root).table.search().select(["article_id"]).limit(100).to_arrow()["article_id"]
     dated = sorted(a for a, published, _, _ in PROBES if published)
     assert sorted(ids.to_pylist()) == dated and summary.rows_written == len(dated)
+
+
+def test_an_article_filed_under_another_day_fails_the_run_and_records_nothing(tmp_path, ray_local, capsys):
+    """An importer that files by local date puts 23:30 at -02:00 (01:30 UTC the next day) under
+    the earlier day: indexed, it would outlive a rewrite or removal of its partition. The job
+    ends with one line naming the article and its file, and status 2."""
+    root = str(tmp_path)
+    evening = dt.datetime(2024, 3, 1, 23, 30, tzinfo=dt.timezone(dt.timedelta(hours=-2)))
+    write_articles(root, [*PROBES, ("misfiled", evening, "Zeppelin gala", TEXT)])
+    with pytest.raises(SystemExit) as stopped:
+        index_main(["--root", root, "--passage-words", ""])
+    assert stopped.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert re.fullmatch(
+        r"python -m pipelines.index: error: 1 article\(s\) sit in a partition other than their UTC "
+        r"publication day, e.g. misfiled published 2024-03-02T01:30:00\+00:00 in "
+        r".*/published_date=2024-03-01/[^/]+\.parquet: .*then rerun the index job",
+        last,
+    )
+    assert not Path(root, "index", index_build.MANIFEST).exists()  # a rerun redoes every partition
 
 
 @pytest.mark.s3

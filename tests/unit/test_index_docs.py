@@ -7,9 +7,11 @@ import warnings
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
+from udfs.cli import InputError
 from udfs.embeddings import DEFAULT_ENCODER, embed, load_encoder
-from udfs.index_docs import cutoff_filter, documents, eligible, pack_passages, quoted_list
+from udfs.index_docs import check_partitions, cutoff_filter, documents, eligible, pack_passages, quoted_list
 
 
 def test_documents_keep_dated_articles_with_title_and_lead():
@@ -29,6 +31,24 @@ def test_documents_keep_dated_articles_with_title_and_lead():
     assert docs["text"].to_pylist() == ["Storm one two", "alpha beta"]
     assert docs["published_date"].to_pylist() == [dt.date(2024, 3, 1)] * 2
     assert docs["near_duplicate_of"].to_pylist() == [None, "a"]
+
+
+def test_an_article_outside_its_utc_days_partition_is_an_error():
+    """Half an hour before midnight at -02:00 is the next UTC day: an importer that filed it under
+    its local date would leave it behind when the index replaces that day's rows."""
+    late_evening = dt.datetime(2024, 3, 1, 23, 30, tzinfo=dt.timezone(dt.timedelta(hours=-2)))
+    batch = pa.table(
+        {
+            "article_id": ["fine", "undated", "misfiled"],
+            "published_at": pa.array(
+                [dt.datetime(2024, 3, 1, 9, tzinfo=dt.UTC), None, late_evening], pa.timestamp("us", tz="UTC")
+            ),
+            "path": ["bucket/corpus/articles/published_date=2024-03-01/part-0.parquet"] * 3,
+        }
+    )
+    assert check_partitions(batch.slice(0, 2)).column_names == ["article_id", "published_at"]
+    with pytest.raises(InputError, match=r"1 article\(s\).* misfiled published 2024-03-02T01:30:00\+00:00"):
+        check_partitions(batch)
 
 
 def test_cutoff_filters_are_utc_to_the_microsecond():
