@@ -170,8 +170,8 @@ class Writer:
         self.root, self.name, self.encoder, self.table = root, name, encoder, None
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        db = connect(self.root)
         if self.table is None:
+            db = connect(self.root)
             if self.name in db.list_tables().tables:
                 self.table = db.open_table(self.name)
             else:

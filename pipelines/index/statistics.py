@@ -53,22 +53,31 @@ class StatisticsWriter:
 
     def __init__(self, root: str, storage_version: str) -> None:
         self.root, self.storage_version = root, storage_version
+        self.tables: dict = {}  # name → open table, so a run lists the tables once, not once a day
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        db = connect(self.root)
         sizes = pc.is_null(batch["term"])
         parts = {
             "term_days": batch.filter(pc.invert(sizes)).select(TERM_DAYS.names).cast(TERM_DAYS),
             "day_sizes": batch.filter(sizes).select(DAY_SIZES.names).cast(DAY_SIZES),
         }
         for name, rows in parts.items():
-            if name in db.list_tables().tables:
-                db.open_table(name).add(rows)
+            if name in self.tables:
+                self.tables[name].add(rows)
             else:
-                db.create_table(name, data=rows, data_storage_version=self.storage_version)
+                self.tables[name] = self._open(name, rows)
         return pa.table(
             {"term_days": [parts["term_days"].num_rows], "day_sizes": [parts["day_sizes"].num_rows]}
         )
+
+    def _open(self, name: str, rows: pa.Table):
+        """Table ``name`` with ``rows`` added: opened, or created with them."""
+        db = connect(self.root)
+        if name not in db.list_tables().tables:
+            return db.create_table(name, data=rows, data_storage_version=self.storage_version)
+        table = db.open_table(name)
+        table.add(rows)
+        return table
 
 
 def append_statistics(
