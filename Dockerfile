@@ -30,7 +30,8 @@ CMD ["python", "-m", "pipelines.llm_smoke", "--help"]
 
 # ---------------------------------------------------------------- gpu
 # Ray's LLM image carries ray[llm] with its pinned vLLM, CUDA and PyTorch; we add Java for
-# Spark and the project itself without touching those pins.
+# Spark and the project, installed against cluster/gpu-constraints.txt: the lock of '.[gpu]'
+# with vLLM at the release ray[llm]==2.60.0 pins (constraints.txt is the CPU image's lock).
 FROM rayproject/ray-llm:2.60.0-py311-cu128 AS gpu
 ENV PYTHONUNBUFFERED=1 \
     TOKENIZERS_PARALLELISM=false \
@@ -46,6 +47,6 @@ COPY --chown=ray:users pipelines ./pipelines
 COPY --chown=ray:users udfs ./udfs
 COPY --chown=ray:users prompts ./prompts
 COPY --chown=ray:users cluster ./cluster
-RUN pip install -e '.[gpu]'
+RUN pip install -c cluster/gpu-constraints.txt -e '.[gpu]'
 USER ray
 CMD ["python", "-m", "pipelines.llm_smoke", "--help"]

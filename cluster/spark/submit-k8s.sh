@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Run the corpus jobs with spark-submit against a Kubernetes cluster (cluster mode).
 #
-# $IMAGE is a Spark 4.x Python image with the third-party packages installed
-# (`pip install -c constraints.txt .` on top of the official spark-py image, or the project's
-# Dockerfile); the project's own code travels as --py-files, so code changes need no new image.
+# $IMAGE must be a Spark-on-Kubernetes image: Spark starts the driver and executor pods with the
+# arguments `driver …` / `executor` and relies on the image's entrypoint (/opt/entrypoint.sh in
+# Apache Spark's images) to run them. The project's own images (Dockerfile, cpu/gpu) have Java,
+# pyspark and every package but no such entrypoint, so they do not serve here. Use Apache Spark's
+# image of the release the pyspark pin names (constraints.txt: 4.3.0) with Python 3.11 and
+# `pip install -c constraints.txt .` on top (see cluster/spark/README.md); the project's own code
+# travels as --py-files, so code changes need no new image.
 # The driver and executors read and write S3 through s3a (hadoop-aws, below) and the Python side
 # through s3fs: give the service account S3 access (IRSA) or set AWS_* in a secret.
 #

@@ -52,9 +52,11 @@ def apply_backend(ds, cfg: LLMConfig):
     from ray.data.llm import build_processor
 
     if cfg.backend == "vllm":
-        processor = build_processor(
-            vllm_processor_config(cfg), preprocess=vllm_request, postprocess=vllm_response
-        )
+        from pipelines.llm.placement import wait_for_engines
+
+        config = vllm_processor_config(cfg)
+        wait_for_engines(config, cfg.schedule_timeout_s)  # an error instead of Ray's silent stall
+        processor = build_processor(config, preprocess=vllm_request, postprocess=vllm_response)
     else:
         processor = build_processor(
             http_processor_config(cfg),
@@ -116,6 +118,7 @@ def vllm_processor_config(cfg: LLMConfig):
         batch_size=cfg.batch_size,
         concurrency=(cfg.concurrency, cfg.concurrency),
         accelerator_type=cfg.accelerator_type,
+        placement_group_config=cfg.placement_group_config,
         should_continue_on_error=True,
         chat_template_stage=False,
         tokenize_stage=True,
@@ -183,7 +186,9 @@ def vllm_response(row: dict) -> dict:
         else None,
         "score_logprobs": logprobs,
         "input_tokens": int(row.get("num_input_tokens") or 0),
-        "output_tokens": int(row.get("num_generated_tokens") or 0),
+        # a scoring row generates one token (max_tokens=1) whatever Ray's count says: the same
+        # figure as the local engine's
+        "output_tokens": 1 if row.get("mode") == SCORE else int(row.get("num_generated_tokens") or 0),
         "latency_s": float(row.get("time_taken_llm") or 0.0),
         "engine_error": row.get("__inference_error__") or None,
     }

