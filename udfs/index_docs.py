@@ -1,8 +1,8 @@
 """What the article index holds for one article: pure functions over Arrow batches.
 
 An index document is a dated article's id, publication time and day, host, title, its
-retrieval text (the title and the lead: the first ``lead_words`` words of the body) and the id of
-the article it nearly duplicates, if the corpus marked one. A passage document is a piece of the
+retrieval text (``udfs.text.headline``: the title and the lead, the first ``lead_words`` words of
+the body) and the id of the article it nearly duplicates, if the corpus marked one. A passage document is a piece of the
 body of at most N words that keeps paragraphs whole where they fit. Undated articles never enter
 the index, so no search can return one. Strict statistics are per-day term document frequencies
 and day sizes of the article documents (``term_statistics``), summed over a window at query time.
@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from udfs.cli import InputError
 from udfs.schemas import UTC_TS
-from udfs.text import first_words
+from udfs.text import headline
 from udfs.timeutil import to_utc
 
 _TERM = re.compile(r"[^\W_]+")
@@ -67,7 +67,7 @@ def documents(batch: pa.Table, lead_words: int) -> pa.Table:
     dated = batch.filter(pc.is_valid(batch["published_at"]))
     published = dated["published_at"].cast(UTC_TS)
     texts = [
-        " ".join(p for p in (title or "", first_words(text or "", lead_words)) if p)
+        headline(title, text, lead_words)
         for title, text in zip(dated["title"].to_pylist(), dated["text"].to_pylist(), strict=True)
     ]
     return pa.table(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.dataset as ds
 
 from udfs import storage
 from udfs.layout import Layout
@@ -31,6 +32,10 @@ class TableSpec:
 
     def read(self, root: str, **kwargs) -> pa.Table:
         return storage.read_table(self.uri(root), self.schema, self.partition_cols, **kwargs)
+
+    def dataset(self, root: str) -> ds.Dataset:
+        """The table as a dataset listed once, for reads of one partition at a time."""
+        return storage.open_dataset(self.uri(root), self.schema, self.partition_cols)
 
     @property
     def file_schema(self) -> pa.Schema:

@@ -202,20 +202,33 @@ def read_table(
     filter: ds.Expression | None = None,
 ) -> pa.Table:
     """Read a (possibly hive-partitioned) Parquet table; an absent table reads as empty."""
+    dataset = open_dataset(uri, schema, partition_cols)
+    return dataset.to_table(columns=list(columns) if columns else None, filter=filter)
+
+
+def open_dataset(uri: str, schema: pa.Schema | None = None, partition_cols: Sequence[str] = ()) -> ds.Dataset:
+    """A (possibly hive-partitioned) Parquet table as a dataset: its files are listed once, then
+    each read (a day's partition, a projection) touches only what it needs. An absent table is an
+    empty dataset."""
     fs, path = filesystem(uri)
     if fs.get_file_info(path).type == pafs.FileType.NotFound:
         if schema is None:
             raise FileNotFoundError(uri)
-        empty = schema.empty_table()
-        return empty.select(list(columns)) if columns else empty
-    dataset = ds.dataset(
+        return ds.dataset(schema.empty_table())
+    return ds.dataset(
         path,
         filesystem=fs,
         format="parquet",
         schema=schema,
         partitioning=_hive(schema, partition_cols) if partition_cols else "hive",
     )
-    return dataset.to_table(columns=list(columns) if columns else None, filter=filter)
+
+
+def partition_values(dataset: ds.Dataset, column: str) -> set[Any]:
+    """The values of partition column ``column`` that have files (from directory names; no row is
+    read). The null partition is left out."""
+    keys = (ds.get_partition_keys(f.partition_expression) for f in dataset.get_fragments())
+    return {k[column] for k in keys if k.get(column) is not None}
 
 
 def count_rows(uri: str, filter: ds.Expression | None = None) -> int:

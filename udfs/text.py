@@ -28,3 +28,11 @@ def first_words(text: str | None, n: int | None) -> str:
         joined = previous is not None and previous.end() == word.start()
         parts.append(word.group() if joined or not parts else " " + word.group())
     return "".join(parts)
+
+
+def headline(title: str | None, text: str | None, words: int) -> str:
+    """An article's title and lead (its first ``words`` words) as one text: what the article index
+    searches and embeds, and so what TCE formation clusters on."""
+    lead = first_words(text, words)
+    title = (title or "").strip()
+    return f"{title}. {lead}" if title else lead

@@ -1,14 +1,15 @@
 """Step 1: each pending day's articles, pre-filtered, then picked (``udfs.daily_oracle.selection``).
 
-Only the pending days' partitions of ``corpus/articles`` are read, and every row of them (and
-every picked article) is asserted to be published on its day: the model never sees another day.
+Only the pending days' partitions of ``corpus/articles`` are read, one day at a time, and every
+row of them (and every picked article) is asserted to be published on its day: the model never
+sees another day.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections import Counter, defaultdict
+from collections import Counter
 from typing import Any
 
 import pyarrow as pa
@@ -16,6 +17,7 @@ import pyarrow.compute as pc
 
 from pipelines.daily_oracle.config import Config
 from pipelines.llm.ledger import Ledger
+from udfs import storage
 from udfs.daily_oracle.selection import check_same_day, prefilter, select_day
 from udfs.daily_oracle.units import Article
 from udfs.schemas import ARTICLES
@@ -24,24 +26,22 @@ log = logging.getLogger("augury.daily_oracle")
 
 
 def corpus_days(root: str) -> list[dt.date]:
-    """Every publication day in the corpus (undated articles have none)."""
-    days = ARTICLES.read(root, columns=["published_date"]).column("published_date")
-    return sorted({d for d in days.to_pylist() if d is not None})
+    """Every publication day in the corpus, from its partition names: no row is read (undated
+    articles have no day)."""
+    return sorted(storage.partition_values(ARTICLES.dataset(root), "published_date"))
 
 
 def select_articles(
     config: Config, days: list[dt.date]
 ) -> tuple[list[Article], dict[dt.date, dict[str, Any]]]:
-    """Pre-filter and pick every day of ``days``; returns the picked articles and each day's
-    pre-filter counts (``articles``, ``eligible``, ``dropped_by_reason``)."""
-    table = ARTICLES.read(config.root, filter=pc.field("published_date").isin(pa.array(days, pa.date32())))
-    by_day: dict[dt.date, list[dict[str, Any]]] = defaultdict(list)
-    for row in table.to_pylist():
-        by_day[row["published_date"]].append(row)
+    """Pre-filter and pick every day of ``days``, reading one day's partition at a time (memory
+    holds one day's articles and the picks so far, never the corpus); returns the picked articles
+    and each day's pre-filter counts (``articles``, ``eligible``, ``dropped_by_reason``)."""
+    dataset = ARTICLES.dataset(config.root)
     picked: list[Article] = []
     prefiltered: dict[dt.date, dict[str, Any]] = {}
     for day in days:
-        rows = by_day.get(day, [])
+        rows = dataset.to_table(filter=pc.field("published_date") == pa.scalar(day, pa.date32())).to_pylist()
         check_same_day([r for r in rows if r.get("published_at") is not None], day)
         kept, dropped = prefilter(rows, config.publishers)
         prefiltered[day] = {

@@ -221,6 +221,17 @@ class ArticleIndex:
             return 0
         return self.table.count_rows(eligible(cutoff, since, exclude, within, distinct))
 
+    def vectors(self, start: dt.date, end: dt.date) -> pa.Table:
+        """``article_id`` and ``vector`` of every document published on the days ``[start, end)``:
+        the embeddings one window of TCE formation clusters, computed once by the index job."""
+        where = " AND ".join(
+            f"published_at {op} {timestamp_literal(dt.datetime.combine(day, dt.time(), dt.UTC))}"
+            for op, day in ((">=", start), ("<", end))
+        )
+        n = self.table.count_rows(where)
+        query = self.table.search().where(where).select(["article_id", "vector"])
+        return query.limit(max(n, 1)).to_arrow()
+
     def articles(self, ids: Collection[str], columns: list[str]) -> pa.Table:
         """The corpus rows (``columns`` of ``corpus/articles``) of those of ``ids`` that exist,
         reading only their days' partitions (found in the index; undated ones in the undated

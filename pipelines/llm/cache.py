@@ -16,6 +16,7 @@ import time
 import uuid
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from udfs import storage
 from udfs.llm_rows import RESPONSE_SCHEMA
@@ -46,7 +47,11 @@ def _age(uri: str) -> tuple[int, str]:
 
 
 def load_responses(stage_uri: str, wanted: set[str], stage: str) -> dict[str, dict]:
-    """Answered responses on disk for the wanted request keys (the newest answer of each)."""
+    """Answered responses on disk for the wanted request keys (the newest answer of each).
+
+    A stage's shards hold every answer it ever gave (Daily Oracle's, every day built so far), so
+    each shard is filtered in Arrow and only the wanted answers become Python rows."""
+    keys = pa.array(sorted(wanted), pa.string())
     found: dict[str, dict] = {}
     for file in sorted(storage.list_files(storage.join(stage_uri, "responses"), ".parquet"), key=_age):
         try:
@@ -54,9 +59,10 @@ def load_responses(stage_uri: str, wanted: set[str], stage: str) -> dict[str, di
         except (pa.ArrowInvalid, OSError) as exc:
             _set_aside(file, stage, exc)
             continue
-        for record in table.to_pylist():
-            if record["request_key"] in wanted and record["engine_error"] is None:
-                found[record["request_key"]] = record
+        answered = pc.and_(
+            pc.is_in(table.column("request_key"), keys), pc.is_null(table.column("engine_error"))
+        )
+        found.update((r["request_key"], r) for r in table.filter(answered).to_pylist())
     return found
 
 

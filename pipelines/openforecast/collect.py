@@ -176,12 +176,7 @@ def collect_wcep(config: Config, ledger: Ledger) -> list[dict[str, Any]]:
             if u
         }
     )
-    articles = {}
-    if urls:
-        table = ARTICLES.read(
-            config.root, columns=ARTICLE_COLUMNS, filter=pc.field("canonical_url").isin(pa.array(urls))
-        )
-        articles = stories.article_index(table.to_pylist())
+    articles = stories.article_index(_articles_at(config.root, urls).to_pylist()) if urls else {}
     assembled = []
     for key, events in sorted(selected.items()):
         ce = stories.assemble(key, events, articles, config.max_docs, config.wcep_min_events)
@@ -219,6 +214,21 @@ def collect_wcep(config: Config, ledger: Ledger) -> list[dict[str, Any]]:
     )
     docs_step.finish()
     return ces
+
+
+def _articles_at(root: str, urls: list[str]) -> pa.Table:
+    """The corpus articles at ``urls`` in two passes over one listing: the URL and key columns of
+    every article (a small share of the corpus's bytes, streamed batch by batch), then the full
+    rows of the matches, from their days' partitions only."""
+    dataset = ARTICLES.dataset(root)
+    keys = dataset.to_table(
+        columns=["article_id", "published_date"], filter=pc.field("canonical_url").isin(pa.array(urls))
+    )
+    days, ids = pc.unique(keys.column("published_date")), pc.unique(keys.column("article_id"))
+    in_days = pc.field("published_date").isin(days.drop_null())
+    if days.null_count:
+        in_days = in_days | pc.field("published_date").is_null()
+    return dataset.to_table(columns=ARTICLE_COLUMNS, filter=in_days & pc.field("article_id").isin(ids))
 
 
 def _run(ledger: Ledger, stage: LLMStage, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -34,6 +34,12 @@ class Config(RunOptions):
     min_samples: int = option(5, help="HDBSCAN min_samples", min=1)
     min_span_days: int = option(5, help="shortest TCE span kept, in days", min=0)
     max_span_days: int = option(30, help="longest TCE span kept, in days", min=0)
+    window_days: int = option(
+        120,
+        help="days clustered together: formation runs window by window (memory holds one window), "
+        "each overlapping the next by --max-span-days + 1",
+        min=2,
+    )
     max_articles_per_day: int | None = option(
         None, help="keep at most N articles per TCE day, lowest ids first (demo limit)", min=1
     )
@@ -64,3 +70,5 @@ class Config(RunOptions):
             raise ValueError(f"--verify-min-pass must lie in 1..{self.verify_rounds}")
         if self.min_span_days > self.max_span_days:
             raise ValueError("--min-span-days exceeds --max-span-days")
+        if self.window_days <= self.max_span_days + 1:
+            raise ValueError("--window-days must exceed --max-span-days + 1 (the windows' overlap)")

@@ -1,19 +1,49 @@
-"""S1 — temporal complex events: read the articles, pre-clean, embed, cluster, filter by span,
-apply the demo limits (``--limit`` TCEs, ``--max-articles-per-day``). Every article that does not
-end in a TCE is a rejected row with its reason."""
+"""S1 — temporal complex events, window by window: pre-clean each day's articles as they are read,
+cluster each window of days on the embeddings the article index holds, keep the TCEs that start in
+the window's own days, apply the demo limits (``--limit`` TCEs, ``--max-articles-per-day``).
+
+Memory holds one window's candidates, never the corpus: a day's partition is read once (the
+columns pre-cleaning needs), its kept articles stay until their window has decided them, and the
+vectors come from the index one window at a time. Windows overlap by ``--max-span-days`` + 1 days,
+so a TCE that starts in a window's own days ends inside it; the articles such a TCE takes are left
+out of the next window, the others of the overlap are clustered again there.
+
+Every candidate article that does not end in a TCE is a rejected row with its reason. Articles
+outside the formation's scope, undated ones (``no_date``) and those outside the topic/host filter
+(``topic_filter``), are counted in the step, not listed: on a real corpus they are nearly all of it.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipelines.index.engine import ArticleIndex, has_index
 from pipelines.llm.ledger import Ledger
 from pipelines.tcelongbench.config import Config
-from udfs.embeddings import embed
+from udfs import storage
+from udfs.cli import InputError
 from udfs.schemas import ARTICLES
 from udfs.tcelongbench import tce
 from udfs.text import first_words
+
+COLUMNS = [
+    "article_id",
+    "canonical_url",
+    "host",
+    "title",
+    "text",
+    "language",
+    "published_at",
+    "near_duplicate_of",
+]
+NOT_LISTED = ("no_date", "topic_filter")
 
 
 @dataclass
@@ -39,31 +69,103 @@ class Events:
 
 
 def form_tces(config: Config, ledger: Ledger) -> Events:
-    """The TCEs of the articles under the root, with one rejected row per article left out."""
+    """The TCEs of the articles under the root, with one rejected row per candidate left out."""
     step = ledger.step("tce_formation")
-    records = ARTICLES.read(config.root).to_pylist()
+    dataset = ARTICLES.dataset(config.root)
+    days = sorted(storage.partition_values(dataset, "published_date"))
     topic = tce.TopicFilter(config.topic_keywords, config.topic_hosts)
-    kept, rejects = tce.preclean(records, topic, config.min_chars, config.languages)
-    vectors = embed([tce.embed_text(a) for a in kept], config.encoder)
-    features = tce.cluster_features(
-        vectors, [a["date"] for a in kept], config.time_weight, config.time_scale_days
-    )
-    labels = tce.cluster_labels(features, config.min_cluster_size, config.min_samples)
-    tces, tce_articles, cluster_rejects = tce.form_tces(
-        kept, labels, topic.key, config.min_span_days, config.max_span_days
-    )
-    tces, tce_articles, limited = tce.limit_tces(
-        tces, tce_articles, config.limit, config.max_articles_per_day
-    )
-    for article, reason in rejects + cluster_rejects:
-        ledger.drop(step, reason, unit="article", item_id=article["article_id"])
-    for row, reason in limited:
-        ledger.drop(step, reason, unit="article", item_id=row["article_id"], parent_id=row["tce_id"])
-    ledger.keep(step, len(tce_articles))
-    if step.rows_read != len(records):
-        raise AssertionError(f"tce_formation: {len(records)} articles read, {step.rows_read} accounted for")
-    step.metrics.update(tces=len(tces), clusters=len({int(x) for x in labels} - {tce.NOISE}))
+    cleaner = tce.Precleaner(topic, config.min_chars, config.languages)
+    unlisted: dict[str, int] = defaultdict(int)
+
+    def sort_out(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        kept, rejects = cleaner.day(rows)
+        for article, reason in rejects:
+            if reason in NOT_LISTED:
+                unlisted[reason] += 1
+            else:
+                ledger.drop(step, reason, unit="article", item_id=article["article_id"])
+        return kept
+
+    sort_out(dataset.to_table(columns=COLUMNS, filter=pc.field("published_date").is_null()).to_pylist())
+    index = _open_index(config.root) if days else None
+    windows = tce.windows(days, config.window_days, config.max_span_days + 1)
+    buffered: dict[dt.date, list[dict[str, Any]]] = {}
+    taken: set[str] = set()
+    remaining = config.limit
+    tces: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    articles: dict[str, dict[str, Any]] = {}
+    clusters = 0
+    for window in windows:
+        for day in (d for d in days if window.start <= d < window.end and d not in buffered):
+            day_filter = pc.field("published_date") == pa.scalar(day, pa.date32())
+            buffered[day] = sort_out(dataset.to_table(columns=COLUMNS, filter=day_filter).to_pylist())
+        candidates = sorted(
+            (a for d, kept in buffered.items() for a in kept if a["article_id"] not in taken),
+            key=lambda a: a["article_id"],
+        )
+        features = tce.cluster_features(
+            _vectors(index, config.root, window, candidates),
+            [a["date"] for a in candidates],
+            config.time_weight,
+            config.time_scale_days,
+        )
+        labels = tce.cluster_labels(features, config.min_cluster_size, config.min_samples)
+        clusters += len({int(x) for x in labels} - {tce.NOISE})
+        found, found_rows, rejects = tce.form_tces(
+            candidates, labels, topic.key, config.min_span_days, config.max_span_days
+        )
+        own = {t["tce_id"] for t in found if t["start_date"] < window.own_end}
+        own_rows = [r for r in found_rows if r["tce_id"] in own]
+        taken = {r["article_id"] for r in own_rows}
+        for article, reason in rejects:
+            if article["date"] < window.own_end:  # the rest of the overlap goes to the next window
+                ledger.drop(step, reason, unit="article", item_id=article["article_id"])
+        kept, kept_rows, limited = tce.limit_tces(
+            [t for t in found if t["tce_id"] in own], own_rows, remaining, config.max_articles_per_day
+        )
+        for row, reason in limited:
+            ledger.drop(step, reason, unit="article", item_id=row["article_id"], parent_id=row["tce_id"])
+        ledger.keep(step, len(kept_rows))
+        by_id = {a["article_id"]: a for a in candidates}
+        articles.update((r["article_id"], by_id[r["article_id"]]) for r in kept_rows)
+        tces += kept
+        rows += kept_rows
+        remaining = None if remaining is None else remaining - len(kept)
+        buffered = {d: kept for d, kept in buffered.items() if d >= window.own_end}
+    for reason, n in unlisted.items():
+        step.rows_read += n
+        step.reject(reason, n)
+    total = storage.count_rows(ARTICLES.uri(config.root))
+    if step.rows_read != total:
+        raise AssertionError(f"tce_formation: {total} articles read, {step.rows_read} accounted for")
+    step.metrics.update(tces=len(tces), clusters=clusters, windows=len(windows))
+    step.notes.append("no_date and topic_filter articles are counted, not listed in rejected")
     ledger.close(step)
-    used = {r["article_id"] for r in tce_articles}
-    articles = {a["article_id"]: a for a in kept if a["article_id"] in used}
-    return Events(tces, tce_articles, articles, config.max_article_words)
+    return Events(tces, rows, articles, config.max_article_words)
+
+
+def _open_index(root: str) -> ArticleIndex:
+    if not has_index(root):
+        raise InputError(f"no article index at {root}: run python -m pipelines.index --root {root} first")
+    return ArticleIndex(root)
+
+
+def _vectors(
+    index: ArticleIndex | None, root: str, window: tce.Window, candidates: list[dict[str, Any]]
+) -> np.ndarray:
+    """The index's embeddings of ``candidates`` (all published in ``window``), in their order."""
+    if index is None or not candidates:
+        return np.zeros((0, 1), dtype=np.float32)
+    table = index.vectors(window.start, window.end)
+    where = {a: i for i, a in enumerate(table.column("article_id").to_pylist())}
+    missing = [a["article_id"] for a in candidates if a["article_id"] not in where]
+    if missing:
+        raise InputError(
+            f"the article index at {root} is out of date: {len(missing)} articles of "
+            f"{window.start}..{window.end} are not in it (first: {missing[0]}); "
+            f"run python -m pipelines.index --root {root}"
+        )
+    vectors = table.column("vector").combine_chunks()
+    matrix = vectors.flatten().to_numpy(zero_copy_only=False).reshape(len(vectors), -1)
+    return matrix[[where[a["article_id"]] for a in candidates]]

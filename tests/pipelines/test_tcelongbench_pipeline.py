@@ -14,6 +14,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from pipelines.index import build as index_build
+from pipelines.index.config import Config as IndexConfig
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.ledger import REJECTED_SCHEMA, read_rejected
 from pipelines.tcelongbench import Config, run
@@ -31,8 +33,8 @@ DEMO = dict(min_cluster_size=3, min_samples=2, time_scale_days=14.0)
 
 
 def write_reportedly_articles(root: str, shared_data: Path) -> int:
-    """Write the real reported.ly articles (JSON lines) as ARTICLES rows under ``root``; returns the
-    row count. The demo ingests the same file with ``jobs.ingest_articles_jsonl``; the tests write
+    """Write the real reported.ly articles (JSON lines) as ARTICLES rows under ``root`` and index
+    them (needs ``ray_local``); returns the row count. The demo ingests the same file with ``jobs.ingest_articles_jsonl``; the tests write
     the rows directly so that they need no Spark session."""
     rows = []
     for line in (shared_data / "wcep" / "reportedly_articles_2015-09.json").read_text().splitlines():
@@ -63,6 +65,7 @@ def write_reportedly_articles(root: str, shared_data: Path) -> int:
         )
     table = pa.Table.from_pylist(rows, schema=ARTICLES.schema)
     storage.write_dataset(table, ARTICLES.uri(root), ARTICLES.partition_cols)
+    index_build.run(IndexConfig(root=root, passage_words=()))  # formation clusters the index's vectors
     return len(rows)
 
 

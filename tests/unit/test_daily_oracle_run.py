@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from pipelines.daily_oracle import Config, run
+from pipelines.daily_oracle.articles import corpus_days, select_articles
 from pipelines.daily_oracle.days import day_uri, mark_days
 from pipelines.daily_oracle.judge import assign_categories
 from pipelines.daily_oracle.outputs import account, kept_rows, tables
@@ -91,6 +92,50 @@ def test_a_day_without_articles_is_not_marked_and_builds_once_ingested(tmp_path,
     later = run(_config(root, D1, D2))
     assert later.days_built == [D2] and later.days_skipped == [D1] and later.days_unmarked == {}
     assert storage.is_done(day_uri(root, D2))
+
+
+class _RecordingDataset:
+    """A dataset that records which publication days each read returned."""
+
+    def __init__(self, dataset):
+        self.dataset, self.reads = dataset, []
+
+    def to_table(self, **kwargs):
+        table = self.dataset.to_table(**kwargs)
+        self.reads.append(set(table.column("published_date").to_pylist()))
+        return table
+
+    def __getattr__(self, name):
+        return getattr(self.dataset, name)
+
+
+def test_articles_are_read_one_day_at_a_time_and_days_come_from_partition_names(tmp_path, monkeypatch):
+    root = str(tmp_path)
+    d3 = D2 + dt.timedelta(days=1)
+    for day, n in ((D1, 2), (D2, 1), (d3, 3)):
+        rows = [_article_row(day, i) for i in range(n)]
+        storage.write_table(
+            pa.Table.from_pylist(rows, schema=ARTICLES.file_schema),
+            f"{ARTICLES.uri(root)}/published_date={day}/part-0.parquet",
+        )
+    undated = {**_article_row(D1, 9), "published_at": None, "date_source": None}
+    storage.write_table(
+        pa.Table.from_pylist([undated], schema=ARTICLES.file_schema),
+        f"{ARTICLES.uri(root)}/published_date=__HIVE_DEFAULT_PARTITION__/part-0.parquet",
+    )
+    recorded, open_dataset = [], storage.open_dataset
+
+    def recording(*args):
+        recorded.append(_RecordingDataset(open_dataset(*args)))
+        return recorded[-1]
+
+    monkeypatch.setattr(storage, "open_dataset", recording)
+    assert corpus_days(root) == [D1, D2, d3]
+    assert recorded[0].reads == []  # the days come from directory names: no row read
+
+    _, prefiltered = select_articles(_config(root, D1, D2, d3), [D1, d3, D2])
+    assert recorded[-1].reads == [{D1}, {d3}, {D2}]  # one read per day, each of that day only
+    assert {day: c["articles"] for day, c in prefiltered.items()} == {D1: 2, d3: 3, D2: 1}
 
 
 def _article(day: dt.date = D1, n: int = 0) -> tuple[Article, list[Question]]:

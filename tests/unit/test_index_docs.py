@@ -28,7 +28,7 @@ def test_documents_keep_dated_articles_with_title_and_lead():
     )
     docs = documents(batch, lead_words=2)
     assert docs["article_id"].to_pylist() == ["a", "c"]
-    assert docs["text"].to_pylist() == ["Storm one two", "alpha beta"]
+    assert docs["text"].to_pylist() == ["Storm. one two", "alpha beta"]  # as TCE formation embeds it
     assert docs["published_date"].to_pylist() == [dt.date(2024, 3, 1)] * 2
     assert docs["near_duplicate_of"].to_pylist() == [None, "a"]
 

@@ -38,8 +38,11 @@ def test_preclean_gives_every_dropped_article_one_reason():
         article(8, 4, near_duplicate_of="a01"),
         article(9, 5, text="nothing about the topic " * 40),
     ]
-    topic = tce.TopicFilter(keywords=("x",))
-    kept, rejected = tce.preclean(rows, topic, min_chars=500, languages=("en",))
+    cleaner = tce.Precleaner(tce.TopicFilter(keywords=("x",)), min_chars=500, languages=("en",))
+    kept, rejected = [], []
+    for day in (None, 3, 4, 5):  # the undated partition, then the days in order
+        day_kept, day_rejected = cleaner.day([a for a in rows if (a["published_at"] or D0).day == (day or 1)])
+        kept, rejected = kept + day_kept, rejected + day_rejected
     assert [a["article_id"] for a in kept] == ["a01", "a07"]
     assert kept[0]["date"] == dt.date(2015, 9, 3)
     assert {a["article_id"]: r for a, r in rejected} == {
@@ -51,6 +54,20 @@ def test_preclean_gives_every_dropped_article_one_reason():
         "a08": "near_duplicate",
         "a09": "topic_filter",
     }
+
+
+def test_windows_overlap_by_the_longest_span_and_skip_empty_stretches():
+    days = [D0 + dt.timedelta(days=n) for n in (0, 100, 200, 600)]
+    first, second, third, last = tce.windows(days, window_days=120, overlap_days=31)
+    assert (first.start, first.own_end, first.end) == (D0, D0 + dt.timedelta(89), D0 + dt.timedelta(120))
+    assert second.start == first.own_end and third.start == second.own_end  # every day is owned once
+    assert third.end < days[3] and last.start == days[3] and last.own_end == last.end  # a gap skipped
+    assert tce.windows([D0, D0 + dt.timedelta(5)], 120, 31) == [
+        tce.Window(D0, D0 + dt.timedelta(120), D0 + dt.timedelta(120))
+    ]
+    assert tce.windows([], 120, 31) == []
+    with pytest.raises(ValueError, match="longer than"):
+        tce.windows([D0], 31, 31)
 
 
 def test_topic_filter_hosts_and_partition_key():

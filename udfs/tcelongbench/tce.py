@@ -9,6 +9,7 @@ article that does not end up in a TCE gets exactly one reason.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import re
 from collections import defaultdict
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from udfs.ids import stable_id
-from udfs.text import first_words
+from udfs.text import headline
 from udfs.urls import host_matches
 
 NOISE = -1
@@ -60,55 +61,87 @@ def normalize_title(title: str | None) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", (title or "").casefold()).split())
 
 
-def preclean(
-    articles: Iterable[dict[str, Any]],
-    topic: TopicFilter,
-    min_chars: int,
-    languages: Sequence[str],
-) -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any], str]]]:
-    """Split articles into the ones to cluster (with a ``date`` field, in id order) and
-    ``(article, reason)`` rejects. The first article in ``(published_at, article_id)`` order wins
-    among duplicates."""
-    ordered = sorted(
-        articles,
-        key=lambda a: (a.get("published_at") is None, a.get("published_at") or 0, a["article_id"]),
-    )
-    kept, rejected = [], []
-    seen_urls: set[str] = set()
-    seen_titles: set[tuple[dt.date, str]] = set()
-    for a in ordered:
-        if a.get("published_at") is None:
-            rejected.append((a, "no_date"))
-            continue
-        date = a["published_at"].astimezone(dt.UTC).date()
-        title_key = (date, normalize_title(a.get("title")))
-        if a.get("near_duplicate_of"):
-            reason = "near_duplicate"
-        elif len(a.get("text") or "") < min_chars:
-            reason = "too_short"
-        elif languages and a.get("language") not in languages:
-            reason = "language"
-        elif not topic.admits(a):
-            reason = "topic_filter"
-        elif a["canonical_url"] in seen_urls:
-            reason = "duplicate_url"
-        elif title_key[1] and title_key in seen_titles:
-            reason = "duplicate_title"
-        else:
-            seen_urls.add(a["canonical_url"])
-            seen_titles.add(title_key)
-            kept.append({**a, "date": date})
-            continue
-        rejected.append((a, reason))
-    kept.sort(key=lambda a: a["article_id"])
-    return kept, rejected
+class Precleaner:
+    """Pre-cleaning, one publication day at a time in day order: a day's articles split into the
+    ones to cluster (with a ``date`` field) and ``(article, reason)`` rejects. The first article in
+    ``(published_at, article_id)`` order wins among duplicates: a canonical URL seen on any earlier
+    day (the URLs are kept as hashes, not strings), a title seen on the same day."""
+
+    def __init__(self, topic: TopicFilter, min_chars: int, languages: Sequence[str]):
+        self.topic, self.min_chars, self.languages = topic, min_chars, languages
+        self.seen_urls: set[int] = set()
+
+    def day(
+        self, articles: Iterable[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any], str]]]:
+        ordered = sorted(
+            articles,
+            key=lambda a: (a.get("published_at") is None, a.get("published_at") or 0, a["article_id"]),
+        )
+        kept, rejected = [], []
+        seen_titles: set[tuple[dt.date, str]] = set()
+        for a in ordered:
+            if a.get("published_at") is None:
+                rejected.append((a, "no_date"))
+                continue
+            date = a["published_at"].astimezone(dt.UTC).date()
+            title_key = (date, normalize_title(a.get("title")))
+            url = hash(a["canonical_url"])
+            if a.get("near_duplicate_of"):
+                reason = "near_duplicate"
+            elif len(a.get("text") or "") < self.min_chars:
+                reason = "too_short"
+            elif self.languages and a.get("language") not in self.languages:
+                reason = "language"
+            elif not self.topic.admits(a):
+                reason = "topic_filter"
+            elif url in self.seen_urls:
+                reason = "duplicate_url"
+            elif title_key[1] and title_key in seen_titles:
+                reason = "duplicate_title"
+            else:
+                self.seen_urls.add(url)
+                seen_titles.add(title_key)
+                kept.append({**a, "date": date})
+                continue
+            rejected.append((a, reason))
+        return kept, rejected
 
 
 def embed_text(article: dict[str, Any], words: int = EMBED_WORDS) -> str:
-    """What is embedded for clustering: the title and the first ``words`` words of the text."""
-    head = first_words(article.get("text"), words)
-    title = (article.get("title") or "").strip()
-    return f"{title}. {head}" if title else head
+    """What is embedded for clustering: the title and the first ``words`` words of the text (the
+    article index's document text)."""
+    return headline(article.get("title"), article.get("text"), words)
+
+
+@dataclass(frozen=True)
+class Window:
+    """Days ``[start, end)`` clustered together; the window decides the articles of ``[start,
+    own_end)`` and the TCEs that start there; the rest is the next window's overlap."""
+
+    start: dt.date
+    own_end: dt.date
+    end: dt.date
+
+
+def windows(days: Sequence[dt.date], window_days: int, overlap_days: int) -> list[Window]:
+    """Windows of ``window_days`` over the sorted ``days``, each overlapping the next by
+    ``overlap_days`` (longer than the longest TCE span, so a TCE that starts in a window's own
+    days ends inside it). A stretch without days is skipped; the last window owns all it holds."""
+    if window_days <= overlap_days:
+        raise ValueError(f"a window of {window_days} days must be longer than its {overlap_days}-day overlap")
+    out: list[Window] = []
+    width, step = dt.timedelta(days=window_days), dt.timedelta(days=window_days - overlap_days)
+    start = days[0] if days else None
+    while start is not None:
+        end = start + width
+        if days[-1] < end:
+            out.append(Window(start, end, end))
+            break
+        out.append(Window(start, start + step, end))
+        following = days[bisect.bisect_left(days, start + step)]
+        start = start + step if following < start + step + width else following
+    return out
 
 
 def cluster_features(

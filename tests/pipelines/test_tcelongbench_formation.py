@@ -1,0 +1,107 @@
+"""TCE formation window by window on the real reported.ly articles and their article index: a
+day's partition is read once, every article is decided once, and windows shorter than the corpus
+give TCEs inside the span bounds, none sharing an article."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+
+import pyarrow as pa
+import pytest
+
+from pipelines.llm.config import LLMConfig
+from pipelines.llm.ledger import Ledger
+from pipelines.llm.stage import StageRunner
+from pipelines.tcelongbench import Config
+from pipelines.tcelongbench.formation import form_tces
+from tests.pipelines.test_tcelongbench_pipeline import DEMO, write_reportedly_articles
+from udfs import storage
+from udfs.cli import InputError
+from udfs.schemas import ARTICLES
+
+pytestmark = [pytest.mark.ray]
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory, shared_data, ray_local) -> tuple[str, int]:
+    root = str(tmp_path_factory.mktemp("tce_formation"))
+    return root, write_reportedly_articles(root, shared_data)
+
+
+def _form(config: Config):
+    ledger = Ledger(StageRunner(config.root, "tcelongbench", LLMConfig(backend="scripted", script={})))
+    events = form_tces(config, ledger)
+    (step,) = ledger.summaries
+    return events, step, ledger.rejected
+
+
+class _RecordingDataset:
+    """A dataset that records the publication days each read returned."""
+
+    def __init__(self, dataset):
+        self.dataset, self.reads = dataset, []
+
+    def to_table(self, **kwargs):
+        table = self.dataset.to_table(**kwargs)
+        self.reads.append(sorted(set(table.column("published_at").cast("date32").to_pylist()), key=str))
+        return table
+
+    def __getattr__(self, name):
+        return getattr(self.dataset, name)
+
+
+def test_short_windows_decide_every_article_once_inside_the_span_bounds(indexed, monkeypatch):
+    root, n_articles = indexed
+    recorded, open_dataset = [], storage.open_dataset
+
+    def recording(*args):
+        recorded.append(_RecordingDataset(open_dataset(*args)))
+        return recorded[-1]
+
+    monkeypatch.setattr(storage, "open_dataset", recording)
+    config = Config(root=root, **{**DEMO, "min_span_days": 1, "max_span_days": 4, "window_days": 9})
+    events, step, rejected = _form(config)
+
+    assert step.metrics["windows"] >= 3 and step.reconciles and step.rows_read == n_articles
+    assert len(events.rows) + len(rejected) == n_articles  # nothing undated or off-topic here
+    assert Counter(r["article_id"] for r in events.rows).most_common(1)[0][1] == 1
+    assert Counter(r["item_id"] for r in rejected).most_common(1)[0][1] == 1
+    assert not {r["article_id"] for r in events.rows} & {r["item_id"] for r in rejected}
+    assert events.tces and all(1 <= t["span_days"] <= 4 and t["n"] >= 2 for t in events.tces)
+    reads = recorded[0].reads  # the undated partition, then one read per day, each day read once
+    assert reads[0] == [] and all(len(days) == 1 for days in reads[1:])
+    assert len(reads[1:]) == len({d for days in reads[1:] for d in days})
+
+
+def test_one_window_over_the_whole_month_is_the_default(indexed):
+    root, _ = indexed
+    events, step, _ = _form(Config(root=root, **DEMO))
+    wide, _, _ = _form(Config(root=root, **DEMO, window_days=400))
+    assert step.metrics["windows"] == 1
+    assert [t["tce_id"] for t in events.tces] == [t["tce_id"] for t in wide.tces]
+
+
+def test_a_missing_or_stale_index_is_an_error(indexed, tmp_path):
+    root, _ = indexed
+    day = storage.join(ARTICLES.uri(root), "published_date=2015-09-10")
+    one_day = storage.read_table(day, ARTICLES.file_schema)
+    bare = str(tmp_path / "bare")
+    storage.write_table(
+        one_day, storage.join(ARTICLES.uri(bare), "published_date=2015-09-10", "part-0.parquet")
+    )
+    with pytest.raises(InputError, match="no article index"):
+        _form(Config(root=bare, **DEMO))
+
+    stale = str(tmp_path / "stale")
+    shutil.copytree(root, stale)
+    late = one_day.slice(0, 1)
+    for column, value in (
+        ("article_id", "not-indexed"),
+        ("canonical_url", "https://x.org/1"),
+        ("title", "New"),
+    ):
+        late = late.set_column(late.schema.get_field_index(column), column, pa.array([value]))
+    storage.write_table(late, storage.join(ARTICLES.uri(stale), "published_date=2015-09-10", "late.parquet"))
+    with pytest.raises(InputError, match=r"out of date: 1 articles .* not-indexed"):
+        _form(Config(root=stale, **DEMO))
