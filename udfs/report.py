@@ -93,7 +93,8 @@ def parse_failures(summary: RunSummary) -> int:
 
 def combined_table(summaries: list[RunSummary], title: str) -> str:
     """One line per stage: read / written / rejected (of which parse failures, for LLM stages) /
-    time, for multi-stage pipelines."""
+    time, for multi-stage pipelines; with LLM stages, a last line of the requests computed and the
+    engines started (model loads) in the run."""
     header = ("stage", "read", "written", "rejected", "parse fail", "ok", "seconds")
     body = [
         (
@@ -115,4 +116,9 @@ def combined_table(summaries: list[RunSummary], title: str) -> str:
         )
 
     rule = "-" * len(fmt(header))
-    return "\n".join([title, rule, fmt(header), rule, *map(fmt, body), rule])
+    llm = [s for s in summaries if "requests_total" in s.metrics]
+    footer = [
+        f"LLM requests computed: {sum(s.metrics.get('requests_computed', 0) for s in llm):,}; "
+        f"engine starts: {sum(s.metrics.get('engine_starts', 0) for s in llm)} (each loads the model once)"
+    ]
+    return "\n".join([title, rule, fmt(header), rule, *map(fmt, body), rule, *(footer if llm else [])])

@@ -1,13 +1,14 @@
 """The three engines behind one contract: a Ray Dataset of requests in, a Dataset of responses out.
 
-- ``vllm``: ``ray.data.llm.build_processor(vLLMEngineProcessorConfig(...))`` — production GPUs.
+- ``vllm``: one Ray Serve LLM deployment per run (``pipelines.llm.serve_engine``), every stage's
+  requests sent to it by ``ray.data.llm.build_processor(ServeDeploymentProcessorConfig(...))``.
 - ``http``: ``HttpRequestProcessorConfig`` against any OpenAI-compatible ``/v1/completions``
   server (``vllm serve`` in production, ``python -m pipelines.llm.serve_local`` on a laptop).
 - ``local``: ``LocalEngine`` (transformers, CPU) as a Ray Data actor stage.
 - ``scripted``: ``ScriptedEngine`` replays well-formed answers per prompt id (builder tests).
 
 Prompts arrive fully rendered (chat template already applied by the stage runner), so every
-backend sees byte-identical text and the vLLM chat-template stage stays off.
+backend sees byte-identical text. ``engine_starts()`` counts the engines this process started.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ import os
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipelines.llm.config import LLMConfig
-from udfs.llm_rows import GENERATE, RESPONSE_SCHEMA, SCORE, cut_at_stop
+from udfs.llm_rows import RESPONSE_SCHEMA, SCORE, cut_at_stop
 
 _CARRIED = ("request_key", "mode", "score_token_ids", "stop")
 
@@ -52,16 +54,29 @@ def apply_backend(ds, cfg: LLMConfig):
     from ray.data.llm import build_processor
 
     if cfg.backend == "vllm":
-        from pipelines.llm.placement import wait_for_engines
+        from ray.data.llm import ServeDeploymentProcessorConfig
 
-        config = vllm_processor_config(cfg)
-        wait_for_engines(config, cfg.schedule_timeout_s)  # an error instead of Ray's silent stall
-        processor = build_processor(config, preprocess=vllm_request, postprocess=vllm_response)
+        from pipelines.llm.serve_engine import ensure_deployment
+
+        name = ensure_deployment(cfg)  # one engine per run: every stage talks to the same one
+        config = ServeDeploymentProcessorConfig(
+            deployment_name=name,
+            app_name=name,
+            dtype_mapping={"CompletionRequest": JsonCompletionRequest},
+            batch_size=cfg.batch_size,
+            concurrency=cfg.concurrency,
+            should_continue_on_error=True,
+        )
+        processor = build_processor(
+            config,
+            preprocess=lambda row: serve_request(row, cfg),
+            postprocess=lambda row: completion_response(row, row),
+        )
     else:
         processor = build_processor(
             http_processor_config(cfg),
             preprocess=lambda row: {"payload": completion_payload(row, cfg)},
-            postprocess=lambda row: http_response(row, cfg.top_logprobs),
+            postprocess=lambda row: completion_response(row, row.get("http_response") or {}),
         )
     return processor(ds)
 
@@ -87,6 +102,13 @@ def local_engine_actors(cfg: LLMConfig) -> list[Any]:
     return _LOCAL_ENGINES[key]
 
 
+def engine_starts() -> int:
+    """Engines (local actors, vLLM replicas) this process has started: each loads the model once."""
+    from pipelines.llm.serve_engine import engine_starts as replicas
+
+    return sum(len(actors) for actors in _LOCAL_ENGINES.values()) + replicas()
+
+
 class _LocalEngineClient:
     """The Ray Data stage in front of a local engine actor."""
 
@@ -97,33 +119,6 @@ class _LocalEngineClient:
         import ray
 
         return ray.get(self.engine.run.remote(batch))
-
-
-def vllm_processor_config(cfg: LLMConfig):
-    """The ``vLLMEngineProcessorConfig`` for ``cfg`` (Ray 2.60 API: nested stage configs)."""
-    from ray.data.llm import vLLMEngineProcessorConfig
-
-    engine_kwargs: dict[str, Any] = {
-        "tensor_parallel_size": cfg.tensor_parallel_size,
-        "pipeline_parallel_size": cfg.pipeline_parallel_size,
-        "max_model_len": cfg.max_model_len,
-        "enable_prefix_caching": cfg.enable_prefix_caching,
-        "gpu_memory_utilization": cfg.gpu_memory_utilization,
-        **({"max_num_batched_tokens": cfg.max_num_batched_tokens} if cfg.max_num_batched_tokens else {}),
-        **cfg.engine_kwargs,
-    }
-    return vLLMEngineProcessorConfig(
-        model_source=cfg.model,
-        engine_kwargs=engine_kwargs,
-        batch_size=cfg.batch_size,
-        concurrency=(cfg.concurrency, cfg.concurrency),
-        accelerator_type=cfg.accelerator_type,
-        placement_group_config=cfg.placement_group_config,
-        should_continue_on_error=True,
-        chat_template_stage=False,
-        tokenize_stage=True,
-        detokenize_stage=True,
-    )
 
 
 def http_processor_config(cfg: LLMConfig):
@@ -169,37 +164,26 @@ def sampling_params(row: dict) -> dict[str, Any]:
     return params
 
 
-def vllm_request(row: dict) -> dict:
-    return {"prompt": row["prompt_text"], "sampling_params": sampling_params(row), **_carry(row)}
-
-
-def vllm_response(row: dict) -> dict:
-    """Reduce vLLM's output row to the response contract (token-id-keyed dicts cannot go to Arrow)."""
-    logprobs = None
-    if row.get("mode") == SCORE:
-        first = (row.get("logprobs") or [{}])[0] or {}
-        logprobs = [_logprob_value(first.get(int(t), first.get(str(t)))) for t in row["score_token_ids"]]
+def serve_request(row: dict, cfg: LLMConfig) -> dict:
+    """A completion request for the Serve deployment, with the request's own columns carried. The
+    body travels as JSON: Ray Data hands the stage its columns as numpy arrays, which the
+    request's validators cannot take (``JsonCompletionRequest`` decodes it)."""
     return {
-        "request_key": row["request_key"],
-        "generated_text": cut_at_stop(row["generated_text"], row.get("stop"))
-        if row.get("mode") == GENERATE and row.get("generated_text") is not None
-        else None,
-        "score_logprobs": logprobs,
-        "input_tokens": int(row.get("num_input_tokens") or 0),
-        # a scoring row generates one token (max_tokens=1) whatever Ray's count says: the same
-        # figure as the local engine's
-        "output_tokens": 1 if row.get("mode") == SCORE else int(row.get("num_generated_tokens") or 0),
-        "latency_s": float(row.get("time_taken_llm") or 0.0),
-        "engine_error": row.get("__inference_error__") or None,
+        "method": "completions",
+        "dtype": "CompletionRequest",
+        "request_kwargs": {"body": json.dumps(completion_payload(row, cfg))},
+        **_carry(row),
     }
 
 
-def _logprob_value(entry: Any) -> float:
-    if entry is None:
-        return -math.inf
-    if isinstance(entry, dict):
-        return float(entry.get("logprob", -math.inf))
-    return float(getattr(entry, "logprob", entry))
+class JsonCompletionRequest:
+    """Stands in for the deployment's request class: builds a ``CompletionRequest`` from the JSON
+    body (the batch stage's own ``request_id`` and ``idx_in_batch`` are not request fields)."""
+
+    def __new__(cls, body: str, **_batch_fields: Any):
+        from ray.serve.llm.openai_api_models import CompletionRequest
+
+        return CompletionRequest(**json.loads(body))
 
 
 def completion_payload(row: dict, cfg: LLMConfig) -> dict[str, Any]:
@@ -209,7 +193,11 @@ def completion_payload(row: dict, cfg: LLMConfig) -> dict[str, Any]:
     payload: dict[str, Any] = {"model": cfg.model, "prompt": row["prompt_text"]}
     if row["mode"] == SCORE:
         payload.update(
-            max_tokens=1, temperature=0.0, logprobs=cfg.top_logprobs, return_tokens_as_token_ids=True
+            max_tokens=1,
+            temperature=0.0,
+            logprobs=cfg.top_logprobs,
+            return_tokens_as_token_ids=True,
+            logprob_token_ids=[int(t) for t in row["score_token_ids"]],  # vLLM: exactly these tokens
         )
     else:
         payload.update({k: v for k, v in params.items() if k != "structured_outputs"})
@@ -218,10 +206,10 @@ def completion_payload(row: dict, cfg: LLMConfig) -> dict[str, Any]:
     return payload
 
 
-def http_response(row: dict, top_logprobs: int) -> dict:
-    """Map an OpenAI completions response (or an error) to the response contract."""
-    body = row.get("http_response") or {}
-    error = row.get("__inference_error__") or (json.dumps(body["error"]) if "error" in body else None)
+def completion_response(row: dict, body: dict) -> dict:
+    """Map an OpenAI completions response ``body`` (or an error) for request ``row`` to the
+    response contract. A scoring row generates one token, whatever the server counts."""
+    error = row.get("__inference_error__") or (json.dumps(body["error"]) if body.get("error") else None)
     choice = (body.get("choices") or [{}])[0]
     usage = body.get("usage") or {}
     logprobs = None
@@ -232,10 +220,12 @@ def http_response(row: dict, top_logprobs: int) -> dict:
         logprobs = [float(by_id.get(int(t), -math.inf)) for t in row["score_token_ids"]]
     return {
         "request_key": row["request_key"],
-        "generated_text": None if row.get("mode") == SCORE else choice.get("text"),
+        "generated_text": None
+        if row.get("mode") == SCORE or error
+        else cut_at_stop(choice.get("text") or "", row.get("stop")),
         "score_logprobs": logprobs,
         "input_tokens": int(usage.get("prompt_tokens") or 0),
-        "output_tokens": int(usage.get("completion_tokens") or 0),
+        "output_tokens": 1 if row.get("mode") == SCORE else int(usage.get("completion_tokens") or 0),
         "latency_s": float(row.get("time_taken") or 0.0),
         "engine_error": error,
     }
@@ -251,6 +241,19 @@ def _token_id(key: str) -> int | None:
 def responses_table(batch: pa.Table | dict) -> pa.Table:
     """Normalise an engine output batch to exactly ``RESPONSE_SCHEMA``."""
     table = batch if isinstance(batch, pa.Table) else pa.table(batch)
+    if "__inference_error__" in table.column_names:  # a ray.data.llm row that failed skips postprocess
+        failed = pc.if_else(
+            pc.equal(table.column("__inference_error__"), ""), None, table.column("__inference_error__")
+        )
+        known = (
+            table.column("engine_error")
+            if "engine_error" in table.column_names
+            else pa.nulls(table.num_rows, pa.string())
+        )
+        table = table.drop_columns([c for c in ("engine_error",) if c in table.column_names])
+        table = table.append_column(
+            "engine_error", pc.coalesce(known.cast(pa.string()), failed.cast(pa.string()))
+        )
     columns = {}
     for field in RESPONSE_SCHEMA:
         if field.name in table.column_names:

@@ -3,7 +3,7 @@
 Ray 2.60 places each vLLM engine replica on the bundles of ``placement_group_config`` or, without
 one, on tensor_parallel × pipeline_parallel bundles of one GPU and one CPU, and with an
 ``accelerator_type`` it adds a sliver of the ``accelerator_type:<X>`` resource to every bundle
-(``ray.llm._internal.batch.stages.vllm_engine_stage``). When the cluster cannot hold that, Ray
+(``ray.llm._internal``: the batch stage and Serve's engine config alike). When the cluster cannot hold that, Ray
 waits silently for ever ("Cluster resources are not enough to run any task"). Comparing the
 cluster's total resources with what the replicas ask for turns that stall into an error. It is a
 necessary condition only: totals can suffice while no single node can hold a bundle.
@@ -94,20 +94,3 @@ def wait_for_replicas(bundles: list[dict[str, float]], replicas: int, timeout_s:
             time.sleep(min(POLL_S, left))
     finally:
         request_resources(bundles=[])
-
-
-def engine_needs(processor_config: Any) -> tuple[list[dict[str, float]], int]:
-    """The bundles of one replica and the number of replicas of a built
-    ``vLLMEngineProcessorConfig``: its engine_kwargs decide the parallelism, and the replicas are
-    the smallest engine pool Ray Data starts for it."""
-    kwargs = processor_config.engine_kwargs
-    workers = int(kwargs.get("tensor_parallel_size", 1)) * int(kwargs.get("pipeline_parallel_size", 1))
-    bundles = replica_bundles(
-        processor_config.placement_group_config, workers, processor_config.accelerator_type
-    )
-    return bundles, processor_config.get_concurrency(autoscaling_enabled=True)["min_size"]
-
-
-def wait_for_engines(processor_config: Any, timeout_s: float) -> None:
-    """``wait_for_replicas`` for a built ``vLLMEngineProcessorConfig``."""
-    wait_for_replicas(*engine_needs(processor_config), timeout_s)

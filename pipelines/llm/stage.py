@@ -327,10 +327,11 @@ class StageRunner:
             return {}
         import ray
 
-        from pipelines.llm.backends import apply_backend, responses_table
+        from pipelines.llm.backends import apply_backend, engine_starts, responses_table
         from pipelines.llm.ray_env import ensure_ray
 
         ensure_ray(self.llm)
+        started = engine_starts()
         table = pa.Table.from_pylist(pending, schema=REQUEST_SCHEMA)
         block = max(self.llm.batch_size, 1) * 2
         ds = ray.data.from_arrow([table.slice(i, block) for i in range(0, table.num_rows, block)])
@@ -356,6 +357,7 @@ class StageRunner:
         if missing:
             raise RuntimeError(f"stage {stage.name}: engine returned no response for {len(missing)} requests")
         summary.metrics["requests_computed"] = len(got)
+        summary.metrics["engine_starts"] = engine_starts() - started  # model loads this stage caused
         return got
 
 

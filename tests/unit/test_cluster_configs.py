@@ -9,7 +9,7 @@ import yaml
 from packaging.requirements import Requirement
 from ray.util import accelerators
 
-from pipelines.llm import backends
+from pipelines.llm import backends, serve_engine
 from pipelines.llm.config import LLMConfig
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,9 +27,9 @@ def test_manifests_parse(path):
 def test_llm_configs_build(path):
     cfg = LLMConfig.from_yaml(path)
     if cfg.backend == "vllm":
-        proc = backends.vllm_processor_config(cfg)
-        assert proc.engine_kwargs["tensor_parallel_size"] * cfg.concurrency <= 8
-        assert proc.engine_kwargs["enable_prefix_caching"]
+        engine = serve_engine.engine_kwargs(cfg)
+        assert engine["tensor_parallel_size"] * cfg.concurrency <= 8
+        assert engine["enable_prefix_caching"]
         known = {v for k, v in vars(accelerators).items() if k.isupper()}
         assert cfg.accelerator_type in known  # a name Ray gives GPUs
     else:

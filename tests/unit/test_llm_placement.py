@@ -1,6 +1,6 @@
 """What a vLLM replica asks Ray for, and whether a cluster holds it (no Ray cluster needed)."""
 
-from pipelines.llm import backends, placement
+from pipelines.llm import placement, serve_engine
 from pipelines.llm.config import LLMConfig
 
 H100_NODE = {"CPU": 192.0, "GPU": 8.0, "memory": 2e12, "accelerator_type:H100": 1.0}
@@ -24,7 +24,7 @@ def test_placement_group_config_replaces_the_default():
     assert per_worker == [{"GPU": 1, "CPU": 4, "accelerator_type:A100-80G": 0.001}] * 2
 
 
-def test_needs_come_from_the_built_processor_config():
+def test_a_replicas_bundles_follow_the_engine_kwargs_and_hold_the_replica_actor():
     cfg = LLMConfig(
         backend="vllm",
         model="m",
@@ -33,14 +33,12 @@ def test_needs_come_from_the_built_processor_config():
         accelerator_type="H100",
         engine_kwargs={"tensor_parallel_size": 4},  # the engine kwargs win, as in vLLM
     )
-    bundles, replicas = placement.engine_needs(backends.vllm_processor_config(cfg))
-    assert replicas == 3 and len(bundles) == 4 and bundles[0]["accelerator_type:H100"] > 0
+    bundles = serve_engine.serve_bundles(cfg)
+    assert len(bundles) == 4 and bundles[0]["accelerator_type:H100"] > 0
+    assert placement.total(bundles) == {"GPU": 4.0, "CPU": 5.0, "accelerator_type:H100": 0.004}
 
     cpu = cfg.replace(placement_group_config={"bundles": [{"CPU": 2}]}, accelerator_type=None)
-    proc = backends.vllm_processor_config(cpu)
-    assert proc.placement_group_config["bundles"] == [{"CPU": 2.0, "GPU": 0.0}]  # as Ray normalises it
-    bundles, replicas = placement.engine_needs(proc)
-    assert placement.total(bundles, replicas) == {"CPU": 6.0}
+    assert placement.total(serve_engine.serve_bundles(cpu), 3) == {"CPU": 9.0}
 
 
 def test_shortfall_on_one_h100_node():
