@@ -17,6 +17,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from udfs.daily_oracle.parsing import FILTER_HEADINGS
+
 Variables = dict[str, Any]
 Script = dict[str, Callable[[Variables], Any]]
 
@@ -83,19 +85,10 @@ def _do_qa(v: Variables) -> str:
 
 
 def _do_filter(v: Variables) -> str:
-    headings = (
-        "Correctness",
-        "Only Answerable on Publishing Date",
-        "No New Information",
-        "Objectiveness",
-        "Clear Time Element",
-        "Public Interest",
-        "Answer Not Too Obvious",
-    )
     blocks = []
     for k in range(1, 5):
         lines = [] if k == 1 else [f"*Question {k}*"]
-        for heading in headings:
+        for heading in FILTER_HEADINGS:
             lines += [f"## {heading}", "- Reasoning: meets the criterion.", "- Point: 2"]
         blocks.append("\n".join(lines))
     return "\n" + "\n".join(blocks)

@@ -3,8 +3,9 @@ cluster each window of days on the embeddings the article index holds, keep the 
 the window's own days, apply the demo limits (``--limit`` TCEs, ``--max-articles-per-day``).
 
 Memory holds one window's candidates, never the corpus: a day's partition is read once (the
-columns pre-cleaning needs), its kept articles stay until their window has decided them, and the
-vectors come from the index one window at a time. Windows overlap by ``--max-span-days`` + 1 days,
+columns pre-cleaning needs), its kept articles stay (without their text) until their window has
+decided them, and the vectors come from the index one window at a time; the text of the TCEs'
+articles is read again at the end, from their days' partitions only. Windows overlap by ``--max-span-days`` + 1 days,
 so a TCE that starts in a window's own days ends inside it; the articles such a TCE takes are left
 out of the next window, the others of the overlap are clustered again there.
 
@@ -78,13 +79,14 @@ def form_tces(config: Config, ledger: Ledger) -> Events:
     unlisted: dict[str, int] = defaultdict(int)
 
     def sort_out(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A day's candidates, without their text (read again for the TCEs' articles only)."""
         kept, rejects = cleaner.day(rows)
         for article, reason in rejects:
             if reason in NOT_LISTED:
                 unlisted[reason] += 1
             else:
                 ledger.drop(step, reason, unit="article", item_id=article["article_id"])
-        return kept
+        return [{k: v for k, v in a.items() if k != "text"} for a in kept]
 
     sort_out(dataset.to_table(columns=COLUMNS, filter=pc.field("published_date").is_null()).to_pylist())
     index = _open_index(config.root) if days else None
@@ -142,6 +144,9 @@ def form_tces(config: Config, ledger: Ledger) -> Events:
     step.metrics.update(tces=len(tces), clusters=clusters, windows=len(windows))
     step.notes.append("no_date and topic_filter articles are counted, not listed in rejected")
     ledger.close(step)
+    if articles:  # the kept TCEs' articles in full, from their days' partitions only
+        for row in index.articles(articles, ["article_id", "text"]).to_pylist():
+            articles[row["article_id"]]["text"] = row["text"]
     return Events(tces, rows, articles, config.max_article_words)
 
 

@@ -44,7 +44,8 @@ class _RecordingDataset:
 
     def to_table(self, **kwargs):
         table = self.dataset.to_table(**kwargs)
-        self.reads.append(sorted(set(table.column("published_at").cast("date32").to_pylist()), key=str))
+        if "published_at" in table.column_names:  # the corpus scan (not the final text reads)
+            self.reads.append(sorted(set(table.column("published_at").cast("date32").to_pylist()), key=str))
         return table
 
     def __getattr__(self, name):
