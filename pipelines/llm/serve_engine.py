@@ -22,7 +22,7 @@ log = logging.getLogger("augury.llm.serve_engine")
 
 APP = "augury-llm"
 REPLICA_CPUS = 1.0  # the Serve replica actor's own CPU, placed in the first bundle of its group
-_STARTED: dict[str, tuple[str, int]] = {}  # deployment settings (JSON) -> (name, replicas started)
+_STARTED: dict[str, tuple[str, int]] = {}  # (settings, Ray job) as JSON -> (name, replicas started)
 
 
 def engine_kwargs(cfg: LLMConfig) -> dict[str, Any]:
@@ -65,8 +65,11 @@ def serve_bundles(cfg: LLMConfig) -> list[dict[str, float]]:
 def ensure_deployment(cfg: LLMConfig) -> str:
     """The name of the running deployment (and app) serving ``cfg``'s model, started on first use
     (a cluster that cannot hold its replicas fails after ``schedule_timeout_s``)."""
+    import ray
+
     settings = deployment_settings(cfg)
-    key = json.dumps(settings, sort_keys=True)
+    # a deployment lives as long as its Ray session: a process that starts Ray again starts anew
+    key = json.dumps([settings, ray.get_runtime_context().get_job_id()], sort_keys=True)
     if key in _STARTED:
         return _STARTED[key][0]
     wait_for_replicas(serve_bundles(cfg), cfg.concurrency, cfg.schedule_timeout_s)
