@@ -37,7 +37,7 @@ from pipelines.evaluate.forecast import (
 )
 from pipelines.evaluate.inputs import load_items, select
 from pipelines.evaluate.judge import judge_open
-from pipelines.index.engine import has_index, passage_table
+from pipelines.index.engine import passage_table, require_index
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.stage import StagePlan, StageRunner
 from pipelines.options import RunOptions
@@ -119,10 +119,7 @@ class Config(RunOptions):
             raise InputError(f"no such input file: {', '.join(missing)}")
         if {"retrieval", "gold_context"} & set(self.modes):
             layout.require(ARTICLES)
-            if not has_index(self.root):
-                raise InputError(
-                    f"no article index at {self.root}: run python -m pipelines.index --root {self.root} first"
-                )
+            require_index(self.root)
 
 
 @dataclass

@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from pipelines.index.strict import StrictStatistics
 from udfs import storage
+from udfs.cli import InputError
 from udfs.index_docs import eligible, quoted_list, timestamp_literal
 from udfs.layout import Layout
 from udfs.retrieval import Hit, LeakageError, check_hits
@@ -46,6 +47,7 @@ S3_ENV = {  # environment variable → LanceDB storage option
 # 4 → 1.6 ms; more gains nothing)
 CONCURRENCY = 4
 UNDATED = "__HIVE_DEFAULT_PARTITION__"  # the partition of articles with no publication date
+VECTOR_IDS = 1000  # article ids in one ``vectors`` query (the IN list of its filter)
 
 
 def passage_table(words: int) -> str:
@@ -82,6 +84,12 @@ def has_index(root: str) -> bool:
     if not storage.exists(Layout(root).index()):
         return False
     return TABLE in connect(root).list_tables().tables
+
+
+def require_index(root: str) -> None:
+    """An ``InputError`` that says how to build the index when ``root`` has none."""
+    if not has_index(root):
+        raise InputError(f"no article index at {root}: run python -m pipelines.index --root {root} first")
 
 
 class ArticleIndex:
@@ -221,16 +229,27 @@ class ArticleIndex:
             return 0
         return self.table.count_rows(eligible(cutoff, since, exclude, within, distinct))
 
-    def vectors(self, start: dt.date, end: dt.date) -> pa.Table:
-        """``article_id`` and ``vector`` of every document published on the days ``[start, end)``:
-        the embeddings one window of TCE formation clusters, computed once by the index job."""
-        where = " AND ".join(
+    def vectors(self, ids: Sequence[str], start: dt.date, end: dt.date) -> pa.Table:
+        """``article_id`` and ``vector`` of the documents of ``ids`` published on the days
+        ``[start, end)``: the embeddings one window of TCE formation clusters, computed once by the
+        index job. Only the wanted rows are read (``VECTOR_IDS`` ids a query), never the window."""
+        days = " AND ".join(
             f"published_at {op} {timestamp_literal(dt.datetime.combine(day, dt.time(), dt.UTC))}"
             for op, day in ((">=", start), ("<", end))
         )
-        n = self.table.count_rows(where)
-        query = self.table.search().where(where).select(["article_id", "vector"])
-        return query.limit(max(n, 1)).to_arrow()
+        parts = [
+            self.table.search()
+            .where(f"{days} AND article_id IN ({quoted_list(chunk)})")
+            .select(["article_id", "vector"])
+            .limit(len(chunk))
+            .to_arrow()
+            for chunk in (ids[i : i + VECTOR_IDS] for i in range(0, len(ids), VECTOR_IDS))
+        ]
+        return (
+            pa.concat_tables(parts)
+            if parts
+            else self.table.schema.empty_table().select(["article_id", "vector"])
+        )
 
     def articles(self, ids: Collection[str], columns: list[str]) -> pa.Table:
         """The corpus rows (``columns`` of ``corpus/articles``) of those of ``ids`` that exist,

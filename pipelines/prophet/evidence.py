@@ -25,7 +25,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from pipelines.index.engine import ArticleIndex, has_index
+from pipelines.index.engine import ArticleIndex, require_index
 from pipelines.llm.ledger import Ledger
 from pipelines.prophet.attempts import Attempts, Unit, not_answered
 from pipelines.prophet.config import Config
@@ -67,10 +67,7 @@ class Corpus:
         duplicates = storage.count_rows(uri, dated & ds.field("near_duplicate_of").is_valid())
         index = None
         if n_dated:
-            if not has_index(root):
-                raise InputError(
-                    f"no article index at {root}: run python -m pipelines.index --root {root} first"
-                )
+            require_index(root)
             index = ArticleIndex(root)
             indexed = (index.table.count_rows(), index.table.count_rows("near_duplicate_of IS NOT NULL"))
             if indexed != (n_dated, duplicates):

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipelines.index.engine import ArticleIndex, has_index
+from pipelines.index.engine import ArticleIndex, require_index
 from pipelines.llm.ledger import Ledger
 from pipelines.tcelongbench.config import Config
 from udfs import storage
@@ -89,7 +89,9 @@ def form_tces(config: Config, ledger: Ledger) -> Events:
         return [{k: v for k, v in a.items() if k != "text"} for a in kept]
 
     sort_out(dataset.to_table(columns=COLUMNS, filter=pc.field("published_date").is_null()).to_pylist())
-    index = _open_index(config.root) if days else None
+    if days:
+        require_index(config.root)
+    index = ArticleIndex(config.root) if days else None
     windows = tce.windows(days, config.window_days, config.max_span_days + 1)
     buffered: dict[dt.date, list[dict[str, Any]]] = {}
     taken: set[str] = set()
@@ -103,7 +105,7 @@ def form_tces(config: Config, ledger: Ledger) -> Events:
             day_filter = pc.field("published_date") == pa.scalar(day, pa.date32())
             buffered[day] = sort_out(dataset.to_table(columns=COLUMNS, filter=day_filter).to_pylist())
         candidates = sorted(
-            (a for d, kept in buffered.items() for a in kept if a["article_id"] not in taken),
+            (a for day_kept in buffered.values() for a in day_kept if a["article_id"] not in taken),
             key=lambda a: a["article_id"],
         )
         features = tce.cluster_features(
@@ -134,7 +136,7 @@ def form_tces(config: Config, ledger: Ledger) -> Events:
         tces += kept
         rows += kept_rows
         remaining = None if remaining is None else remaining - len(kept)
-        buffered = {d: kept for d, kept in buffered.items() if d >= window.own_end}
+        buffered = {d: day_kept for d, day_kept in buffered.items() if d >= window.own_end}
     for reason, n in unlisted.items():
         step.rows_read += n
         step.reject(reason, n)
@@ -150,19 +152,13 @@ def form_tces(config: Config, ledger: Ledger) -> Events:
     return Events(tces, rows, articles, config.max_article_words)
 
 
-def _open_index(root: str) -> ArticleIndex:
-    if not has_index(root):
-        raise InputError(f"no article index at {root}: run python -m pipelines.index --root {root} first")
-    return ArticleIndex(root)
-
-
 def _vectors(
     index: ArticleIndex | None, root: str, window: tce.Window, candidates: list[dict[str, Any]]
 ) -> np.ndarray:
     """The index's embeddings of ``candidates`` (all published in ``window``), in their order."""
     if index is None or not candidates:
         return np.zeros((0, 1), dtype=np.float32)
-    table = index.vectors(window.start, window.end)
+    table = index.vectors([a["article_id"] for a in candidates], window.start, window.end)
     where = {a: i for i, a in enumerate(table.column("article_id").to_pylist())}
     missing = [a["article_id"] for a in candidates if a["article_id"] not in where]
     if missing:
