@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.ray_env import ensure_ray
+from pipelines.llm.render import RenderConfig, Tokenizing
 from pipelines.llm.stage import LLMStage, StageRunner
 from pipelines.llm_smoke import ANSWER_SCHEMA, first_line
 
@@ -114,9 +115,9 @@ def main(argv: list[str] | None = None) -> None:
     ensure_ray(llm)
     countries = [COUNTRIES[i % len(COUNTRIES)] for i in range(args.prompts)]
     table = pa.table({"country": countries})
-    runner = StageRunner(tempfile.gettempdir(), "render", llm)
+    renderer = Tokenizing(RenderConfig.of(llm))
     prompt = LLMStage("r", "smoke.capital").prompt
-    prompts = [runner.prompt_text(prompt.render({"country": c})) for c in countries]
+    prompts = [renderer.prompt_text(prompt.render({"country": c})) for c in countries]
 
     ours = stage_run(table, args.max_tokens, llm)
     naive = naive_loop(prompts, args.max_tokens, str(embedded_model_dir()))

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from pipelines.llm.render import UNIT_COLUMNS, plan_from_json
 from udfs.choice import ChoicePlan, resolve_choice
 from udfs.llm_parsing import ParseError, check_output, parse_verbalized_probability
 from udfs.llm_rows import OUTPUT_COLUMNS, OUTPUT_FIELDS
@@ -56,6 +58,30 @@ def _bare(text: str) -> str:
     return text.lstrip(string.whitespace + "*").casefold()
 
 
+def assemble_units(
+    stage: Any,
+    prompt: Prompt,
+    identity: dict[str, Any],
+    block: pa.Table,
+    responses: dict[str, dict[str, Any]],
+) -> pa.Table:
+    """The output rows of a block of unit rows (``pipelines.llm.render``) given the answers of
+    their requests: the block's input columns plus the contract and parsed columns."""
+    units = [
+        Unit(
+            i,
+            u["__sample"],
+            json.loads(u["__sampling"]),
+            list(u["__keys"]),
+            options=u["__options"],
+            plan=plan_from_json(u["__plan"]) if u["__plan"] else None,
+            structured=json.loads(u["__structured"]) if u["__structured"] else None,
+        )
+        for i, u in enumerate(block.select(UNIT_COLUMNS[1:-1]).to_pylist())
+    ]
+    return assemble(stage, prompt, identity, block.drop_columns(UNIT_COLUMNS), units, responses)
+
+
 def assemble(
     stage: Any,
     prompt: Prompt,
@@ -63,16 +89,14 @@ def assemble(
     rows: pa.Table,
     units: list[Unit],
     responses: dict[str, dict[str, Any]],
-    summary: RunSummary,
 ) -> pa.Table:
-    """The output table of a stage (see the module docstring); fills ``summary``'s counts."""
+    """The output table of ``units`` over input ``rows`` (see the module docstring)."""
     kind = prompt.kind
     parser = stage.parser
     if parser is not None and stage.parse_prefix:
         parser = answer_turn(parser, prompt.answer_prefix)
     contract: dict[str, list[Any]] = {name: [] for name in OUTPUT_COLUMNS}
     parsed: dict[str, list[Any]] = {f.name: [] for f in stage.parsed_schema}
-    input_tokens = output_tokens = 0
     for unit in units:
         values: dict[str, Any] = dict.fromkeys(OUTPUT_COLUMNS)
         fields: dict[str, Any] = {}
@@ -120,24 +144,33 @@ def assemble(
                 values["parse_ok"] = True
             except ParseError as exc:
                 values.update(parse_ok=False, parse_error=f"parse: {exc}")
-        input_tokens += values["input_tokens"]
-        output_tokens += values["output_tokens"]
         for name in OUTPUT_COLUMNS:
             contract[name].append(values[name])
         for name in parsed:
             parsed[name].append(fields.get(name))
-        if values["parse_ok"]:
-            summary.rows_written += 1
-        else:
-            summary.reject("not_run" if values["not_run"] else reason_code(values["parse_error"]))
-    summary.rows_read = len(units)
-    summary.metrics.update(input_tokens=input_tokens, output_tokens=output_tokens)
     base = rows.take(pa.array([u.row_index for u in units], pa.int64())) if units else rows.slice(0, 0)
     for f in OUTPUT_FIELDS:
         base = base.append_column(f, pa.array(contract[f.name], f.type))
     for f in stage.parsed_schema:
         base = base.append_column(f, pa.array(parsed[f.name], f.type))
     return base
+
+
+def summarize(table: pa.Table, summary: RunSummary) -> None:
+    """Fill a stage's counts from its output rows: read, kept, rejected by reason, tokens."""
+    failed = table.filter(pc.invert(table.column("parse_ok")))
+    summary.rows_read = table.num_rows
+    summary.rows_written = table.num_rows - failed.num_rows
+    not_run = pc.sum(failed.column("not_run")).as_py() or 0
+    if not_run:
+        summary.reject("not_run", not_run)
+    errors = failed.filter(pc.invert(failed.column("not_run"))).column("parse_error")
+    for entry in pc.value_counts(errors.fill_null("")).to_pylist():
+        summary.reject(reason_code(entry["values"] or None), entry["counts"])
+    summary.metrics.update(
+        input_tokens=pc.sum(table.column("input_tokens")).as_py() or 0,
+        output_tokens=pc.sum(table.column("output_tokens")).as_py() or 0,
+    )
 
 
 def reason_code(error: str | None) -> str:

@@ -1,11 +1,14 @@
 """The request cache of a stage: durable response shards under ``<stage>/responses/``.
 
-Each shard is one Parquet file written atomically as soon as its responses arrive, named
+Ray Data writes each shard (``write_parquet``) as its responses arrive, named
 ``shard-<epoch ms>-<run id>-<n>.parquet`` so that the newest answer of a request wins when a
 forced run answered it again. Engine errors (an outage, an out-of-memory batch, a prompt over the
 length limit) stay in their shards as a record but are never served from the cache: a rerun
 sends those requests again. A shard that cannot be read (a torn write, a truncated upload) is
 logged, set aside as ``<name>.corrupt`` and its requests are computed again.
+
+The lookups (``answered_keys``, ``answers``) run per block in Ray workers over the shard list
+the driver made once (``usable_shards``): only the block's keys are read into Python.
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from udfs import storage
 from udfs.llm_rows import RESPONSE_SCHEMA
@@ -31,12 +36,19 @@ def new_run_id() -> str:
     return f"{int(time.time() * 1000):013d}-{uuid.uuid4().hex[:8]}"
 
 
-def shard_uri(stage_uri: str, run_id: str, shard: int) -> str:
-    return storage.join(stage_uri, "responses", f"shard-{run_id}-{shard:05d}.parquet")
+def shard_name(run_id: str, write_uuid: str, task: int) -> str:
+    """A shard's file name (Ray Data wants its write's uuid in it); ``{i}`` is left for Arrow's
+    file counter within one write task."""
+    return f"shard-{run_id}-{write_uuid}-{task:05d}-{{i}}.parquet"
 
 
-def write_shard(stage_uri: str, run_id: str, shard: int, responses: pa.Table) -> None:
-    storage.write_table(responses, shard_uri(stage_uri, run_id, shard))
+def run_shards(stage_uri: str, run_id: str) -> list[str]:
+    """The shards one run wrote, in name order."""
+    return [f for f in shards(stage_uri) if f.rsplit("/", 1)[-1].startswith(f"shard-{run_id}-")]
+
+
+def responses_dir(stage_uri: str) -> str:
+    return storage.join(stage_uri, "responses")
 
 
 def _age(uri: str) -> tuple[int, str]:
@@ -46,24 +58,72 @@ def _age(uri: str) -> tuple[int, str]:
     return (int(found.group(1)) if found else 0, name)
 
 
-def load_responses(stage_uri: str, wanted: set[str], stage: str) -> dict[str, dict]:
-    """Answered responses on disk for the wanted request keys (the newest answer of each).
+def shards(stage_uri: str) -> list[str]:
+    """Every shard file of a stage, oldest first."""
+    return sorted(storage.list_files(responses_dir(stage_uri), ".parquet"), key=_age)
 
-    A stage's shards hold every answer it ever gave (Daily Oracle's, every day built so far), so
-    each shard is filtered in Arrow and only the wanted answers become Python rows."""
-    keys = pa.array(sorted(wanted), pa.string())
-    found: dict[str, dict] = {}
-    for file in sorted(storage.list_files(storage.join(stage_uri, "responses"), ".parquet"), key=_age):
+
+def usable_shards(stage_uri: str, stage: str) -> list[str]:
+    """The shards whose footer reads, oldest first; the others are set aside (``.corrupt``)."""
+    usable = []
+    for file in shards(stage_uri):
+        fs, path = storage.filesystem(file)
         try:
-            table = storage.read_table(file, RESPONSE_SCHEMA)
+            with fs.open_input_file(path) as f:
+                pq.read_metadata(f)
         except (pa.ArrowInvalid, OSError) as exc:
             _set_aside(file, stage, exc)
             continue
-        answered = pc.and_(
-            pc.is_in(table.column("request_key"), keys), pc.is_null(table.column("engine_error"))
+        usable.append(file)
+    return usable
+
+
+def shard_counts(file: str) -> tuple[int, int]:
+    """Rows and engine errors of a shard, from its footer (no data is read)."""
+    fs, path = storage.filesystem(file)
+    with fs.open_input_file(path) as f:
+        meta = pq.read_metadata(f)
+    column = meta.schema.names.index("engine_error")
+    stats = [meta.row_group(g).column(column).statistics for g in range(meta.num_row_groups)]
+    if any(s is None or not s.has_null_count for s in stats):  # a writer without statistics
+        errors = storage.read_table(file, columns=["engine_error"]).column("engine_error")
+        return meta.num_rows, meta.num_rows - errors.null_count
+    return meta.num_rows, meta.num_rows - sum(s.null_count for s in stats)
+
+
+def answers(files: Sequence[str], keys: pa.Array, fresh: frozenset[str] = frozenset()) -> pa.Table:
+    """The newest answer of each of ``keys`` in ``files`` (oldest first). An engine error counts
+    only from a ``fresh`` shard (this run's: it is the row's outcome, never a cached answer)."""
+    found = []
+    for file in files:
+        table = storage.read_table(file, RESPONSE_SCHEMA)
+        wanted = pc.is_in(table.column("request_key"), value_set=keys)
+        if file not in fresh:
+            wanted = pc.and_(wanted, pc.is_null(table.column("engine_error")))
+        found.append(table.filter(wanted))
+    table = pa.concat_tables(found) if found else RESPONSE_SCHEMA.empty_table()
+    return _newest(table)
+
+
+def answered_keys(files: Sequence[str], keys: pa.Array) -> pa.Array:
+    """Which of ``keys`` a shard answers without an engine error."""
+    found = [pa.array([], pa.string())]
+    for file in files:
+        table = storage.read_table(file, RESPONSE_SCHEMA, columns=["request_key", "engine_error"])
+        ok = pc.and_(
+            pc.is_in(table.column("request_key"), value_set=keys), pc.is_null(table.column("engine_error"))
         )
-        found.update((r["request_key"], r) for r in table.filter(answered).to_pylist())
-    return found
+        found += table.column("request_key").filter(ok).chunks
+    return pa.concat_arrays(found)
+
+
+def _newest(table: pa.Table) -> pa.Table:
+    """The last row of every key (rows come oldest first)."""
+    if table.num_rows == 0:
+        return table
+    position = pa.array(range(table.num_rows), pa.int64())
+    last = table.append_column("__at", position).group_by("request_key").aggregate([("__at", "max")])
+    return table.take(last.column("__at_max"))
 
 
 def _set_aside(file: str, stage: str, exc: Exception) -> None:

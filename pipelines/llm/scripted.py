@@ -28,15 +28,23 @@ CHOSEN_PROBABILITY = 0.9  # the chosen option's share when a script names one op
 
 
 def ship_script(script: Script) -> dict[str, Callable]:
-    """Make the script's functions travel to Ray workers by value (test modules are not importable
-    there)."""
+    """Make the script's functions travel to Ray workers (see ``ship_by_value``)."""
+    ship_by_value(*script.values())
+    return dict(script)
+
+
+def ship_by_value(*fns: Callable | None) -> None:
+    """Make functions travel to Ray workers by value when their module is not one of the project's
+    packages (test modules are not importable there)."""
     import cloudpickle
 
-    for fn in script.values():
-        module = sys.modules.get(getattr(fn, "__module__", ""), None)
-        if module is not None and module.__name__ not in ("builtins",):
+    for fn in fns:
+        module = sys.modules.get(getattr(fn, "__module__", None) or "", None)
+        if module is not None and module.__name__.split(".")[0] not in PACKAGES:
             cloudpickle.register_pickle_by_value(module)
-    return dict(script)
+
+
+PACKAGES = ("builtins", "pipelines", "udfs", "jobs")  # importable in every Ray worker
 
 
 class ScriptedEngine:

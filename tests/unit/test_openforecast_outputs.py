@@ -199,7 +199,7 @@ def test_a_request_keeps_the_schema_key_order_the_prompt_describes():
     import xgrammar
     from xgrammar.testing import _is_grammar_accept_string
 
-    from pipelines.llm.stage import structured_form
+    from pipelines.llm.render import structured_form
 
     form = json.loads(structured_form(load_prompt("openforecast.event_struct").output))
     assert list(form["json"]["items"]["properties"])[:3] == ["type", "trigger", "time"]

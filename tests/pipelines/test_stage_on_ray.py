@@ -1,0 +1,46 @@
+"""The stage runner's work happens in Ray Data: the driver neither renders a prompt nor loads the
+tokenizer, and a stage split over many blocks still collapses duplicates across blocks and
+returns its rows in input order."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+import pipelines.llm.flow as flow
+from pipelines.llm.config import LLMConfig
+from pipelines.llm.stage import LLMStage, StageRunner
+from pipelines.llm_smoke import ANSWER_SCHEMA, first_line
+from udfs.prompts import Prompt
+
+pytestmark = [pytest.mark.ray]
+
+CAPITALS = {"France": "Paris", "Japan": "Tokyo", "Kenya": "Nairobi", "Peru": "Lima"}
+SCRIPT = {
+    "smoke.capital": lambda v: CAPITALS.get(v["country"], ""),
+    "smoke.is_country": lambda v: "Yes" if v["name"] in CAPITALS else "No",
+}
+
+
+def test_the_driver_renders_nothing_and_many_blocks_keep_input_order(ray_local, tmp_path, monkeypatch):
+    def not_on_the_driver(*args, **kwargs):
+        raise AssertionError("the driver must not render prompts or load the tokenizer")
+
+    monkeypatch.setattr(Prompt, "render", not_on_the_driver)  # workers import the real class
+    monkeypatch.setattr("transformers.AutoTokenizer.from_pretrained", not_on_the_driver)
+    monkeypatch.setattr(flow, "INPUT_FILE_ROWS", 3)  # one input file, hence one block, per 3 rows
+    monkeypatch.setattr(flow, "RENDER_BATCH", 2)
+    monkeypatch.setattr(flow, "ASSEMBLE_BATCH", 2)
+    countries = ["Peru", "France", "Japan", "Peru", "Kenya", "France", "Mali", "Japan", "Peru", "Kenya"]
+    runner = StageRunner(str(tmp_path), "t", LLMConfig(backend="scripted", script=SCRIPT, shard_size=2))
+    stage = LLMStage("capital", "smoke.capital", parser=first_line, parsed_schema=ANSWER_SCHEMA, samples=2)
+    out = runner.run(stage, pa.table({"country": countries, "n": list(range(10))}))
+    assert out.column("n").to_pylist() == [n for n in range(10) for _ in range(2)]
+    assert out.column("sample_index").to_pylist() == [0, 1] * 10
+    assert out.column("answer").to_pylist() == [a for c in countries for a in [CAPITALS.get(c)] * 2]
+    metrics = runner.summaries[-1].metrics
+    assert metrics["requests_total"] == 20 and metrics["requests_unique"] == 5  # greedy: samples collapse
+    assert metrics["requests_computed"] == 5 and runner.summaries[-1].reconciles
+
+    choice = runner.run(LLMStage("is_country", "smoke.is_country"), pa.table({"name": countries}))
+    assert choice.column("raw_text").to_pylist() == ["Yes" if c in CAPITALS else "No" for c in countries]
