@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipelines.llm.render import UNIT_COLUMNS, plan_from_json
+from pipelines.llm.render import ROW, SAMPLE, UNIT_COLUMNS, plan_from_json
 from udfs.choice import ChoicePlan, resolve_choice
 from udfs.llm_parsing import ParseError, check_output, parse_verbalized_probability
 from udfs.llm_rows import OUTPUT_COLUMNS, OUTPUT_FIELDS
@@ -66,7 +66,8 @@ def assemble_units(
     responses: dict[str, dict[str, Any]],
 ) -> pa.Table:
     """The output rows of a block of unit rows (``pipelines.llm.render``) given the answers of
-    their requests: the block's input columns plus the contract and parsed columns."""
+    their requests: the block's input columns plus the contract and parsed columns, and the
+    units' positions (``__row``, ``__sample``: Ray Data does not keep the order of blocks)."""
     units = [
         Unit(
             i,
@@ -79,7 +80,8 @@ def assemble_units(
         )
         for i, u in enumerate(block.select(UNIT_COLUMNS[1:-1]).to_pylist())
     ]
-    return assemble(stage, prompt, identity, block.drop_columns(UNIT_COLUMNS), units, responses)
+    out = assemble(stage, prompt, identity, block.drop_columns(UNIT_COLUMNS), units, responses)
+    return out.append_column(ROW, block.column(ROW)).append_column(SAMPLE, block.column(SAMPLE))
 
 
 def assemble(

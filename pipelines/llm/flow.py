@@ -1,9 +1,9 @@
 """The Ray Data steps of one stage run, each from Parquet to Parquet.
 
 input (the driver's table, as Parquet) -> ``render`` (units, with their requests nested) ->
-``explode`` (every request) -> ``dedup`` (one per key, prefix-sorted) -> ``drop_answered``
-(pending: no cached answer) -> ``answer`` (the backend, durable response shards) -> ``output``
-(units joined with their answers, assembled per block). Every dataset keeps its block order, so
+``requests`` (one per key, prefix-sorted, marked when a shard answers it) -> ``answer`` (the
+pending ones through the backend into durable response shards) -> ``output`` (units joined with
+their answers, assembled per block). Every dataset keeps its block order, so
 the output rows come out in input order; the driver only counts rows from Parquet footers.
 """
 
@@ -15,7 +15,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 import ray
 import ray.data
 from ray.data.datasource import FilenameProvider
@@ -24,7 +23,9 @@ from pipelines.llm import backends, cache
 from pipelines.llm.assemble import assemble_units
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.render import (
+    COPIES,
     ROW,
+    SAMPLE,
     RenderConfig,
     RequestRenderer,
     TokenEstimator,
@@ -36,20 +37,21 @@ from udfs.prompts import Prompt
 
 INPUT_FILE_ROWS = 1024  # input rows per Parquet file: the unit of parallel rendering
 RENDER_BATCH = 256
+CACHED = "__cached"  # of a unique request: 1 when a usable shard answers it
 ASSEMBLE_BATCH = 1024
 
 
 @contextlib.contextmanager
-def ordered() -> Iterator[None]:
-    """Datasets created inside keep their block order (the output is in input order) and raise a
-    UDF's own exception (a renderer's ValueError, not a Ray wrapper)."""
+def original_errors() -> Iterator[None]:
+    """Datasets created inside raise a UDF's own exception (a renderer's ValueError, an engine's
+    error), not a Ray wrapper."""
     ctx = ray.data.DataContext.get_current()
-    saved = ctx.execution_options.preserve_order, ctx.raise_original_map_exception
-    ctx.execution_options.preserve_order = ctx.raise_original_map_exception = True
+    saved = ctx.raise_original_map_exception
+    ctx.raise_original_map_exception = True
     try:
         yield
     finally:
-        ctx.execution_options.preserve_order, ctx.raise_original_map_exception = saved
+        ctx.raise_original_map_exception = saved
 
 
 def read(uri: str, columns: Sequence[str] | None = None) -> ray.data.Dataset:
@@ -66,11 +68,12 @@ def write(ds: ray.data.Dataset, uri: str, **kwargs: Any) -> int:
     return storage.count_rows(uri)
 
 
-def read_table(uri: str) -> pa.Table:
-    """A Parquet directory as one Arrow table, its files in name order (the driver's read-back)."""
-    fs, _ = storage.filesystem(uri)
-    paths = [storage.filesystem(f)[1] for f in storage.list_files(uri, ".parquet")]
-    return pads.dataset(paths, filesystem=fs, format="parquet").to_table()
+def read_output(uri: str) -> pa.Table:
+    """The stage's output rows in input order (row, then sample), without their positions: the
+    driver's one read of the stage."""
+    table = storage.read_table(uri)
+    order = pc.sort_indices(table, [(ROW, "ascending"), (SAMPLE, "ascending")])
+    return table.take(order).drop_columns([ROW, SAMPLE])
 
 
 def write_input(rows: pa.Table, uri: str) -> None:
@@ -80,58 +83,60 @@ def write_input(rows: pa.Table, uri: str) -> None:
         storage.write_table(rows.slice(start, INPUT_FILE_ROWS), storage.join(uri, f"part-{n:06d}.parquet"))
 
 
-def render(input_uri: str, units_uri: str, cfg: RenderConfig, stage: Any, prompt: Prompt) -> int:
-    """Input rows to unit rows (``RequestRenderer``, one tokenizer per worker); returns units."""
-    units = read(input_uri).map_batches(
-        RequestRenderer,
-        fn_constructor_args=(cfg, stage, prompt),
-        batch_size=RENDER_BATCH,
-        batch_format="pyarrow",
-        compute=ray.data.ActorPoolStrategy(size=1),
-    )
-    return write(units, units_uri)
-
-
-def explode(units_uri: str, requests_uri: str) -> int:
-    """Every request of every unit (duplicates included); returns their number."""
-    requests = read(units_uri, columns=[ROW, "__requests"]).map_batches(
-        explode_requests, batch_size=None, batch_format="pyarrow"
-    )
-    return write(requests, requests_uri)
-
-
-def dedup(requests_uri: str, unique_uri: str) -> int:
-    """One request per key, sorted by prompt text: a range-partitioned sort puts every copy of a
-    key in one block, where ``first_per_key`` keeps one. Returns the unique requests."""
+def requests(
+    input_uri: str, units_uri: str, requests_uri: str, renderer: RequestRenderer, shards: list[str]
+) -> dict[str, int]:
+    """Render the input into units (kept under ``units_uri``, one file per batch named by its
+    first row) and their requests into the stage's unique requests, sorted by prompt text and
+    each marked answered or not by the usable ``shards``: a range-partitioned sort puts every copy
+    of a key in one block, where ``first_per_key`` keeps one. Returns the counts of units and of
+    requests (all, unique, cached), read from Parquet footers and two integer columns."""
     unique = (
-        read(requests_uri)
+        read(input_uri)
+        .map_batches(
+            _render,
+            fn_kwargs={"renderer": renderer, "units_uri": units_uri},
+            batch_size=RENDER_BATCH,
+            batch_format="pyarrow",
+        )
         .sort(["prompt_text", "request_key"])
         .map_batches(first_per_key, batch_size=None, batch_format="pyarrow")
+        .map_batches(_mark_answered, fn_kwargs={"shards": shards}, batch_size=None, batch_format="pyarrow")
     )
-    return write(unique, unique_uri)
+    counts = {"units": 0, "total": 0, "unique": write(unique, requests_uri), "cached": 0}
+    counts["units"] = storage.count_rows(units_uri)
+    if counts["unique"]:
+        sums = storage.read_table(requests_uri, columns=[COPIES, CACHED])
+        counts["total"] = pc.sum(sums.column(COPIES)).as_py()
+        counts["cached"] = pc.sum(sums.column(CACHED)).as_py()
+    return counts
 
 
-def drop_answered(unique_uri: str, pending_uri: str, shards: list[str]) -> int:
-    """The requests no usable shard answers (block order kept); returns their number."""
-    pending = read(unique_uri).map_batches(
-        _unanswered, fn_kwargs={"shards": shards}, batch_size=None, batch_format="pyarrow"
-    )
-    return write(pending, pending_uri)
+def _render(batch: pa.Table, renderer: RequestRenderer, units_uri: str) -> pa.Table:
+    """Render a batch of input rows: keep its units as one Parquet file, return their requests."""
+    units = renderer(batch)
+    first = batch.column(ROW)[0].as_py()
+    storage.write_table(units, storage.join(units_uri, f"part-{first:012d}.parquet"))
+    return explode_requests(units)
 
 
-def _unanswered(block: pa.Table, shards: list[str]) -> pa.Table:
+def _mark_answered(block: pa.Table, shards: list[str]) -> pa.Table:
     done = cache.answered_keys(shards, block.column("request_key").combine_chunks())
-    return block.filter(pc.invert(pc.is_in(block.column("request_key"), value_set=done)))
+    return block.append_column(CACHED, pc.is_in(block.column("request_key"), value_set=done).cast(pa.int8()))
 
 
-def estimate(pending_uri: str, cfg: RenderConfig) -> tuple[int, int]:
+def pending(requests_uri: str) -> ray.data.Dataset:
+    """The requests without a cached answer, in ``REQUEST_SCHEMA`` (block order kept)."""
+    return read(requests_uri).map_batches(_unanswered, batch_size=None, batch_format="pyarrow")
+
+
+def _unanswered(block: pa.Table) -> pa.Table:
+    return block.filter(pc.equal(block.column(CACHED), 0)).drop_columns([COPIES, CACHED])
+
+
+def estimate(requests_uri: str, cfg: RenderConfig) -> tuple[int, int]:
     """``--plan``: estimated prompt tokens and the output-token budget of the pending requests."""
-    counted = read(pending_uri, columns=["prompt_text", "mode", "max_tokens"]).map_batches(
-        TokenEstimator,
-        fn_constructor_args=(cfg,),
-        batch_format="pyarrow",
-        compute=ray.data.ActorPoolStrategy(size=1),
-    )
+    counted = pending(requests_uri).map_batches(TokenEstimator(cfg), batch_format="pyarrow")
     sums = counted.sum(["prompt_tokens", "output_tokens"])
     return int(sums["sum(prompt_tokens)"]), int(sums["sum(output_tokens)"])
 
@@ -147,10 +152,12 @@ class ShardNames(FilenameProvider):
         return cache.shard_name(self.run_id, write_uuid, task_index)
 
 
-def answer(pending_uri: str, stage_uri: str, llm: LLMConfig, run_id: str) -> None:
+def answer(requests_uri: str, stage_uri: str, llm: LLMConfig, run_id: str) -> None:
     """Send the pending requests (prefix-sorted within each block) through the backend and write
-    the responses as durable shards of ``shard_size`` rows, each as soon as it is full."""
-    responses = backends.apply_backend(read(pending_uri), llm).map_batches(
+    the responses as durable shards of ``shard_size`` rows, each as soon as it is full: an engine
+    task answers one block, so blocks of a shard (or a batch) let shards reach disk as they fill."""
+    blocks = pending(requests_uri).repartition(target_num_rows_per_block=max(llm.batch_size, llm.shard_size))
+    responses = backends.apply_backend(blocks, llm).map_batches(
         backends.responses_table, batch_format="pyarrow"
     )
     fs, path = storage.filesystem(cache.responses_dir(stage_uri))

@@ -1,15 +1,18 @@
 """Turning a stage's input rows into units and requests, one block at a time in a Ray worker.
 
-``RequestRenderer`` is a class-based ``map_batches`` UDF: it loads the model's tokenizer once per
-worker (lazily: a stage without a chat template or choices never needs it), renders the prompt
-of every row and sample, and returns one *unit* row per (input row, sample): the input columns,
-the unit's sampling, request keys, options and choice plan, and its requests as a nested list in
-``REQUEST_SCHEMA`` (``explode_requests`` flattens them). Nothing of this runs on the driver, and
-the renderer is plain picklable data (stage, prompt, ``RenderConfig``).
+``RequestRenderer`` is a callable ``map_batches`` UDF of plain picklable data (stage, prompt,
+``RenderConfig``): it renders the prompt of every row and sample and returns one *unit* row per
+(input row, sample): the input columns, the unit's sampling, request keys, options and choice
+plan, and its requests as a nested list in ``REQUEST_SCHEMA`` (``explode_requests`` flattens
+them). The tokenizer is loaded lazily and once per worker process (``load_tokenizer`` is cached
+there): Ray Data runs the UDF as tasks in reused workers, so later stages of a run render without
+loading it again, where an actor pool would start a process and load it for every stage.
+Nothing of this runs on the driver.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from dataclasses import dataclass
@@ -34,6 +37,7 @@ from udfs.prompts import Prompt, Rendered
 log = logging.getLogger("augury.llm.stage")
 
 ROW, SAMPLE = "__row", "__sample"  # a unit's input position and sample index
+COPIES = "__copies"  # of a unique request: how many requests of the stage it stands for
 UNIT_FIELDS = [
     pa.field(SAMPLE, pa.int32()),
     pa.field("__sampling", pa.string()),  # the unit's sampling parameters as JSON
@@ -64,6 +68,7 @@ class RenderConfig:
         )
 
 
+@functools.lru_cache(maxsize=4)
 def load_tokenizer(cfg: RenderConfig) -> Any:
     """The model's tokenizer (chat template, choice token ids, token estimates), or None for an
     http model whose tokenizer cannot be loaded."""
@@ -83,19 +88,14 @@ def load_tokenizer(cfg: RenderConfig) -> Any:
 
 
 class Tokenizing:
-    """Holds the tokenizer of one worker, loaded on first use."""
+    """Rendering and counting with the model's tokenizer, loaded on first use in the process."""
 
     def __init__(self, cfg: RenderConfig):
         self.cfg = cfg
-        self._tokenizer: Any = None
-        self._loaded = False
 
     @property
     def tokenizer(self) -> Any:
-        if not self._loaded:
-            self._loaded = True
-            self._tokenizer = load_tokenizer(self.cfg)
-        return self._tokenizer
+        return load_tokenizer(self.cfg)
 
     def prompt_text(self, rendered: Rendered) -> str:
         """The exact text sent to the engine: chat template when the model has one, else plain."""
@@ -242,15 +242,18 @@ def explode_requests(units: pa.Table) -> pa.Table:
 
 def first_per_key(requests: pa.Table) -> pa.Table:
     """One request per key, sorted by prompt text (requests sharing a prefix stay adjacent for the
-    engine's prefix cache). Called per block of a dataset sorted by (prompt text, key), so every
-    copy of a key is in the block; the copy from the earliest input row wins."""
+    engine's prefix cache), with its number of copies (``__copies``). Called per block of a
+    dataset sorted by (prompt text, key), so every copy of a key is in the block; the copy from
+    the earliest input row wins."""
     order = [("prompt_text", "ascending"), ("request_key", "ascending"), (ROW, "ascending")]
-    ordered = requests.take(pc.sort_indices(requests, order))
+    ordered = requests.take(pc.sort_indices(requests, order)).drop_columns([ROW])
     keys = ordered.column("request_key").combine_chunks()
-    if ordered.num_rows > 1:
-        changed = pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1))
-        ordered = ordered.filter(pa.concat_arrays([pa.array([True]), changed]))
-    return ordered.drop_columns([ROW])
+    if not len(keys):
+        return ordered.append_column(COPIES, pa.array([], pa.int64()))
+    first = pa.concat_arrays([pa.array([True]), pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1))])
+    starts = pc.indices_nonzero(first)
+    ends = pa.concat_arrays([starts.slice(1), pa.array([len(keys)], pa.uint64())])
+    return ordered.filter(first).append_column(COPIES, pc.subtract(ends, starts).cast(pa.int64()))
 
 
 def plan_to_json(plan: ChoicePlan) -> str:

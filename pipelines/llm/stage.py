@@ -10,10 +10,10 @@ the input columns plus the contract columns of ``udfs.llm_rows``. A parse failur
 ``parse_ok = false`` and a reason. The driver sees counts and, at the end, the output table.
 
 Layout under ``<root>/<namespace>/<stage>/``: ``responses/shard-*.parquet`` (the request cache,
-``pipelines.llm.cache``), ``output/`` (the output rows) and ``_SUCCESS.json`` (the summary); the intermediate Parquet of a
-run lives under ``<root>/<namespace>/_scratch/`` and is deleted after it. An
-interrupted stage reruns only the requests no completed shard holds; a finished one reruns with
-zero requests. Engine errors are rows with reasons in the output, but never cached: the next run
+``pipelines.llm.cache``), ``output/`` (the output rows, each with its position ``__row`` and
+``__sample``) and ``_SUCCESS.json`` (the summary); a run's intermediate Parquet lives under
+``<root>/<namespace>/_scratch/`` and is deleted after it. An interrupted stage reruns only the
+requests no completed shard holds; a finished one reruns with zero requests. Engine errors are rows with reasons in the output, but never cached: the next run
 retries them. ``force`` sends every request of the stage again (the new answers win over the
 cached ones; answers of other rows stay cached); ``plan_only`` computes nothing and marks the
 rows without a cached answer ``not_run``.
@@ -32,7 +32,7 @@ import pyarrow as pa
 from pipelines.llm import cache
 from pipelines.llm.assemble import assemble, summarize
 from pipelines.llm.config import LLMConfig
-from pipelines.llm.render import RenderConfig, output_of
+from pipelines.llm.render import RenderConfig, RequestRenderer, output_of
 from udfs import storage
 from udfs.layout import Layout
 from udfs.llm_rows import OUTPUT_COLUMNS
@@ -178,37 +178,32 @@ class StageRunner:
         ship_by_value(stage.parser, stage.variables)
         render_cfg = RenderConfig.of(self.llm)
         scratch = Layout(self.root).stage(self.namespace, "_scratch", f"{stage.name}-{uuid.uuid4().hex[:8]}")
-        step = {
-            name: storage.join(scratch, name) for name in ("input", "units", "requests", "unique", "pending")
-        }
         output_uri = storage.join(scratch if self.plan_only else uri, "output")
+        units_uri, requests_uri = storage.join(scratch, "units"), storage.join(scratch, "requests")
         try:
-            with flow.ordered():
-                flow.write_input(rows, step["input"])
-                units = flow.render(step["input"], step["units"], render_cfg, stage, prompt)
-                total = flow.explode(step["units"], step["requests"])
-                unique = flow.dedup(step["requests"], step["unique"]) if total else 0
+            with flow.original_errors():
+                flow.write_input(rows, storage.join(scratch, "input"))
                 shards = [] if self.force else cache.usable_shards(uri, stage.name)
-                pending = unique
-                if unique and shards:
-                    pending = flow.drop_answered(step["unique"], step["pending"], shards)
-                else:
-                    step["pending"] = step["unique"]
+                renderer = RequestRenderer(render_cfg, stage, prompt)
+                counts = flow.requests(
+                    storage.join(scratch, "input"), units_uri, requests_uri, renderer, shards
+                )
                 summary.metrics.update(
-                    requests_total=total,
-                    requests_unique=unique,
-                    duplicates_collapsed=total - unique,
-                    requests_cached=unique - pending,
+                    requests_total=counts["total"],
+                    requests_unique=counts["unique"],
+                    duplicates_collapsed=counts["total"] - counts["unique"],
+                    requests_cached=counts["cached"],
                     requests_computed=0,
                 )
+                pending = counts["unique"] - counts["cached"]
                 fresh: list[str] = []
                 if self.plan_only:
-                    tokens = flow.estimate(step["pending"], render_cfg) if pending else (0, 0)
-                    self.plans.append(self._plan(stage.name, units, summary, tokens))
+                    tokens = flow.estimate(requests_uri, render_cfg) if pending else (0, 0)
+                    self.plans.append(self._plan(stage.name, counts["units"], summary, tokens))
                 elif pending:
-                    fresh = self._execute(stage, uri, step["pending"], pending, summary)
-                flow.output(step["units"], output_uri, stage, prompt, identity, shards, fresh)
-            return flow.read_table(output_uri)
+                    fresh = self._execute(stage, uri, requests_uri, pending, summary)
+                flow.output(units_uri, output_uri, stage, prompt, identity, shards, fresh)
+            return flow.read_output(output_uri)
         finally:
             storage.delete(scratch)
 
@@ -226,7 +221,7 @@ class StageRunner:
         )
 
     def _execute(
-        self, stage: LLMStage, uri: str, pending_uri: str, pending: int, summary: RunSummary
+        self, stage: LLMStage, uri: str, requests_uri: str, pending: int, summary: RunSummary
     ) -> list[str]:
         """Answer the pending requests into new response shards; returns the shards."""
         from pipelines.llm import flow
@@ -234,7 +229,7 @@ class StageRunner:
 
         started = engine_starts()
         run_id = cache.new_run_id()
-        flow.answer(pending_uri, uri, self.llm, run_id)
+        flow.answer(requests_uri, uri, self.llm, run_id)
         fresh = cache.run_shards(uri, run_id)
         done = 0
         for shard in fresh:
