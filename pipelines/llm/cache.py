@@ -21,6 +21,8 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as pads
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from udfs import storage
@@ -91,30 +93,38 @@ def shard_counts(file: str) -> tuple[int, int]:
     return meta.num_rows, meta.num_rows - sum(s.null_count for s in stats)
 
 
-def answers(files: Sequence[str], keys: pa.Array, fresh: frozenset[str] = frozenset()) -> pa.Table:
-    """The newest answer of each of ``keys`` in ``files`` (oldest first). An engine error counts
-    only from a ``fresh`` shard (this run's: it is the row's outcome, never a cached answer)."""
-    found = []
-    for file in files:
-        table = storage.read_table(file, RESPONSE_SCHEMA)
+def answers(
+    fs: pafs.FileSystem, paths: Sequence[str], keys: pa.Array, fresh: frozenset[str] = frozenset()
+) -> pa.Table:
+    """The newest answer of each of ``keys`` in the shards at ``paths`` (oldest first) on ``fs``
+    (the driver's filesystem, pickled: a Ray worker reaches the storage as the driver does). An
+    engine error counts only from a ``fresh`` shard (this run's: it is the row's outcome, never a
+    cached answer)."""
+    found = [RESPONSE_SCHEMA.empty_table()]
+    for path in paths:
+        table = _read(fs, path)
         wanted = pc.is_in(table.column("request_key"), value_set=keys)
-        if file not in fresh:
+        if path not in fresh:
             wanted = pc.and_(wanted, pc.is_null(table.column("engine_error")))
         found.append(table.filter(wanted))
-    table = pa.concat_tables(found) if found else RESPONSE_SCHEMA.empty_table()
-    return _newest(table)
+    return _newest(pa.concat_tables(found))
 
 
-def answered_keys(files: Sequence[str], keys: pa.Array) -> pa.Array:
-    """Which of ``keys`` a shard answers without an engine error."""
+def answered_keys(fs: pafs.FileSystem, paths: Sequence[str], keys: pa.Array) -> pa.Array:
+    """Which of ``keys`` the shards at ``paths`` answer without an engine error."""
     found = [pa.array([], pa.string())]
-    for file in files:
-        table = storage.read_table(file, RESPONSE_SCHEMA, columns=["request_key", "engine_error"])
-        ok = pc.and_(
-            pc.is_in(table.column("request_key"), value_set=keys), pc.is_null(table.column("engine_error"))
-        )
+    for path in paths:
+        table = _read(fs, path, ["request_key", "engine_error"])
+        answered = pc.is_in(table.column("request_key"), value_set=keys)
+        ok = pc.and_(answered, pc.is_null(table.column("engine_error")))
         found += table.column("request_key").filter(ok).chunks
     return pa.concat_arrays(found)
+
+
+def _read(fs: pafs.FileSystem, path: str, columns: list[str] | None = None) -> pa.Table:
+    return pads.dataset(path, filesystem=fs, schema=RESPONSE_SCHEMA, format="parquet").to_table(
+        columns=columns
+    )
 
 
 def _newest(table: pa.Table) -> pa.Table:

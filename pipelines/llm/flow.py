@@ -15,6 +15,8 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 import ray
 import ray.data
 from ray.data.datasource import FilenameProvider
@@ -95,13 +97,13 @@ def requests(
         read(input_uri)
         .map_batches(
             _render,
-            fn_kwargs={"renderer": renderer, "units_uri": units_uri},
+            fn_kwargs={"renderer": renderer, "units": storage.filesystem(units_uri)},
             batch_size=RENDER_BATCH,
             batch_format="pyarrow",
         )
         .sort(["prompt_text", "request_key"])
         .map_batches(first_per_key, batch_size=None, batch_format="pyarrow")
-        .map_batches(_mark_answered, fn_kwargs={"shards": shards}, batch_size=None, batch_format="pyarrow")
+        .map_batches(_mark_answered, fn_kwargs=located(shards), batch_size=None, batch_format="pyarrow")
     )
     counts = {"units": 0, "total": 0, "unique": write(unique, requests_uri), "cached": 0}
     counts["units"] = storage.count_rows(units_uri)
@@ -112,16 +114,25 @@ def requests(
     return counts
 
 
-def _render(batch: pa.Table, renderer: RequestRenderer, units_uri: str) -> pa.Table:
+def located(uris: list[str]) -> dict[str, Any]:
+    """Files as a filesystem and paths, to send to Ray workers: the driver's filesystem travels
+    pickled with its endpoint and keys, so a worker reaches the storage as the driver does."""
+    if not uris:
+        return {"fs": None, "paths": []}
+    return {"fs": storage.filesystem(uris[0])[0], "paths": [storage.filesystem(u)[1] for u in uris]}
+
+
+def _render(batch: pa.Table, renderer: RequestRenderer, units: tuple[pafs.FileSystem, str]) -> pa.Table:
     """Render a batch of input rows: keep its units as one Parquet file, return their requests."""
-    units = renderer(batch)
-    first = batch.column(ROW)[0].as_py()
-    storage.write_table(units, storage.join(units_uri, f"part-{first:012d}.parquet"))
-    return explode_requests(units)
+    rendered = renderer(batch)
+    fs, directory = units
+    fs.create_dir(directory, recursive=True)
+    pq.write_table(rendered, f"{directory}/part-{batch.column(ROW)[0].as_py():012d}.parquet", filesystem=fs)
+    return explode_requests(rendered)
 
 
-def _mark_answered(block: pa.Table, shards: list[str]) -> pa.Table:
-    done = cache.answered_keys(shards, block.column("request_key").combine_chunks())
+def _mark_answered(block: pa.Table, fs: pafs.FileSystem | None, paths: list[str]) -> pa.Table:
+    done = cache.answered_keys(fs, paths, block.column("request_key").combine_chunks())
     return block.append_column(CACHED, pc.is_in(block.column("request_key"), value_set=done).cast(pa.int8()))
 
 
@@ -187,8 +198,8 @@ def output(
             "stage": stage,
             "prompt": prompt,
             "identity": identity,
-            "shards": [*shards, *fresh],
-            "fresh": frozenset(fresh),
+            **located([*shards, *fresh]),
+            "fresh": frozenset(located(fresh)["paths"]),
         },
         batch_size=ASSEMBLE_BATCH,
         batch_format="pyarrow",
@@ -202,10 +213,11 @@ def _assemble_block(
     stage: Any,
     prompt: Prompt,
     identity: dict[str, Any],
-    shards: list[str],
+    fs: pafs.FileSystem | None,
+    paths: list[str],
     fresh: frozenset[str],
 ) -> pa.Table:
     keys = pc.unique(pc.list_flatten(block.column("__keys").combine_chunks()))
-    found = cache.answers(shards, keys, fresh)
+    found = cache.answers(fs, paths, keys, fresh)
     responses = {r["request_key"]: r for r in found.to_pylist()}
     return assemble_units(stage, prompt, identity, block, responses)
