@@ -1,10 +1,12 @@
 """The Ray Data steps of one stage run, each from Parquet to Parquet.
 
-input (the driver's table, as Parquet) -> ``render`` (units, with their requests nested) ->
-``requests`` (one per key, prefix-sorted, marked when a shard answers it) -> ``answer`` (the
-pending ones through the backend into durable response shards) -> ``output`` (units joined with
-their answers, assembled per block). Every dataset keeps its block order, so
-the output rows come out in input order; the driver only counts rows from Parquet footers.
+input (the driver's table as Parquet, each row with its position) -> ``requests`` (rendered into
+units, kept per batch, and their requests: one per key, prefix-sorted, marked when a shard
+answers it) -> ``answer`` (the pending ones through the backend into durable response shards) ->
+``output`` (units joined with their answers and assembled per block, each row with its position,
+by which the driver orders the rows it reads back: Ray Data does not keep the order of blocks).
+The driver counts rows from Parquet footers and sums two integer columns of the unique requests;
+it builds no Python object per row or request.
 """
 
 from __future__ import annotations
@@ -132,6 +134,7 @@ def _render(batch: pa.Table, renderer: RequestRenderer, units: tuple[pafs.FileSy
 
 
 def _mark_answered(block: pa.Table, fs: pafs.FileSystem | None, paths: list[str]) -> pa.Table:
+    """Mark the requests a usable shard answers (``__cached`` 1), reading only their keys."""
     done = cache.answered_keys(fs, paths, block.column("request_key").combine_chunks())
     return block.append_column(CACHED, pc.is_in(block.column("request_key"), value_set=done).cast(pa.int8()))
 
@@ -142,6 +145,7 @@ def pending(requests_uri: str) -> ray.data.Dataset:
 
 
 def _unanswered(block: pa.Table) -> pa.Table:
+    """The requests of a block that no shard answers, without the bookkeeping columns."""
     return block.filter(pc.equal(block.column(CACHED), 0)).drop_columns([COPIES, CACHED])
 
 
@@ -165,8 +169,8 @@ class ShardNames(FilenameProvider):
 
 def answer(requests_uri: str, stage_uri: str, llm: LLMConfig, run_id: str) -> None:
     """Send the pending requests (prefix-sorted within each block) through the backend and write
-    the responses as durable shards of ``shard_size`` rows, each as soon as it is full: an engine
-    task answers one block, so blocks of a shard (or a batch) let shards reach disk as they fill."""
+    the responses as durable shards of ``shard_size`` rows: an engine task answers one block, so
+    blocks of a shard (or a batch) let write tasks take shards while the engine answers others."""
     blocks = pending(requests_uri).repartition(target_num_rows_per_block=max(llm.batch_size, llm.shard_size))
     responses = backends.apply_backend(blocks, llm).map_batches(
         backends.responses_table, batch_format="pyarrow"
@@ -190,8 +194,8 @@ def output(
     shards: list[str],
     fresh: list[str],
 ) -> None:
-    """Units joined with their answers and assembled per block (``assemble_units``), in input
-    order, written to ``output_uri``."""
+    """Units joined with their answers and assembled per block (``assemble_units``), written to
+    ``output_uri``."""
     assembled = read(units_uri).map_batches(
         _assemble_block,
         fn_kwargs={
@@ -217,6 +221,7 @@ def _assemble_block(
     paths: list[str],
     fresh: frozenset[str],
 ) -> pa.Table:
+    """The output rows of a block of units, with the answers of its own requests only."""
     keys = pc.unique(pc.list_flatten(block.column("__keys").combine_chunks()))
     found = cache.answers(fs, paths, keys, fresh)
     responses = {r["request_key"]: r for r in found.to_pylist()}
