@@ -44,4 +44,3 @@ def test_the_driver_renders_nothing_and_many_blocks_keep_input_order(ray_local, 
 
     choice = runner.run(LLMStage("is_country", "smoke.is_country"), pa.table({"name": countries}))
     assert choice.column("raw_text").to_pylist() == ["Yes" if c in CAPITALS else "No" for c in countries]
-
