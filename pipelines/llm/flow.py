@@ -46,16 +46,20 @@ ASSEMBLE_BATCH = 1024
 
 
 @contextlib.contextmanager
-def original_errors() -> Iterator[None]:
-    """Datasets created inside raise a UDF's own exception (a renderer's ValueError, an engine's
-    error), not a Ray wrapper."""
+def stage_context(partitions: int) -> Iterator[None]:
+    """The Ray Data settings of the datasets a stage creates inside: blocks keep their order (the
+    sorted requests reach the engine in order), the request sort makes ``partitions`` ranges
+    (one per input file; Ray's default is 200, whatever the size) and a UDF raises its own
+    exception (a renderer's ValueError, an engine's error), not a Ray wrapper."""
     ctx = ray.data.DataContext.get_current()
-    saved = ctx.raise_original_map_exception
-    ctx.raise_original_map_exception = True
+    options = ctx.execution_options
+    saved = options.preserve_order, ctx.default_hash_shuffle_parallelism, ctx.raise_original_map_exception
+    options.preserve_order, ctx.raise_original_map_exception = True, True
+    ctx.default_hash_shuffle_parallelism = max(1, partitions)
     try:
         yield
     finally:
-        ctx.raise_original_map_exception = saved
+        options.preserve_order, ctx.default_hash_shuffle_parallelism, ctx.raise_original_map_exception = saved
 
 
 def read(uri: str, columns: Sequence[str] | None = None) -> ray.data.Dataset:
@@ -80,11 +84,14 @@ def read_output(uri: str) -> pa.Table:
     return table.take(order).drop_columns([ROW, SAMPLE])
 
 
-def write_input(rows: pa.Table, uri: str) -> None:
-    """The stage input as Parquet files of ``INPUT_FILE_ROWS`` rows, each row with its position."""
+def write_input(rows: pa.Table, uri: str) -> int:
+    """The stage input as Parquet files of ``INPUT_FILE_ROWS`` rows, each row with its position;
+    returns the number of files."""
     rows = rows.append_column(ROW, pa.array(range(rows.num_rows), pa.int64()))
-    for n, start in enumerate(range(0, rows.num_rows, INPUT_FILE_ROWS)):
+    starts = range(0, rows.num_rows, INPUT_FILE_ROWS)
+    for n, start in enumerate(starts):
         storage.write_table(rows.slice(start, INPUT_FILE_ROWS), storage.join(uri, f"part-{n:06d}.parquet"))
+    return len(starts)
 
 
 def requests(

@@ -181,8 +181,8 @@ class StageRunner:
         output_uri = storage.join(scratch if self.plan_only else uri, "output")
         units_uri, requests_uri = storage.join(scratch, "units"), storage.join(scratch, "requests")
         try:
-            with flow.original_errors():
-                flow.write_input(rows, storage.join(scratch, "input"))
+            files = flow.write_input(rows, storage.join(scratch, "input"))
+            with flow.stage_context(partitions=files):
                 shards = [] if self.force else cache.usable_shards(uri, stage.name)
                 renderer = RequestRenderer(render_cfg, stage, prompt)
                 counts = flow.requests(
