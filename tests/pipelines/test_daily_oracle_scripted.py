@@ -130,10 +130,15 @@ def _engine_error_for(stage_name: str, marker: str):
     ``marker`` goes out under a prompt id the script lacks: the engine answers with an error."""
     execute = StageRunner._execute
 
-    def failing(self, stage, uri, pending, summary):
-        if stage.name == stage_name:
-            pending = [{**r, "prompt_id": "unscripted"} if marker in r["prompt_text"] else r for r in pending]
-        return execute(self, stage, uri, pending, summary)
+    def failing(self, stage, uri, requests_uri, pending, summary):
+        if stage.name == stage_name:  # rewrite the stage's pending requests where Ray Data reads them
+            for file in storage.list_files(requests_uri, ".parquet"):
+                table = storage.read_table(file)
+                texts, ids = table["prompt_text"].to_pylist(), table["prompt_id"].to_pylist()
+                ids = ["unscripted" if marker in t else p for t, p in zip(texts, ids, strict=True)]
+                column = table.schema.get_field_index("prompt_id")
+                storage.write_table(table.set_column(column, "prompt_id", pa.array(ids, pa.string())), file)
+        return execute(self, stage, uri, requests_uri, pending, summary)
 
     return failing
 
