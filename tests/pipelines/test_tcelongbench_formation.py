@@ -33,7 +33,7 @@ def _form(config: Config):
     ledger = Ledger(StageRunner(config.root, "tcelongbench", LLMConfig(backend="scripted", script={})))
     events = form_tces(config, ledger)
     (step,) = ledger.summaries
-    return events, step, ledger.rejected
+    return events, step, ledger.rejected_table().to_pylist()
 
 
 class _RecordingDataset:
