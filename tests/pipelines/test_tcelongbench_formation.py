@@ -19,6 +19,7 @@ from tests.pipelines.test_tcelongbench_pipeline import DEMO, write_reportedly_ar
 from udfs import storage
 from udfs.cli import InputError
 from udfs.schemas import ARTICLES
+from udfs.tcelongbench import tce
 
 pytestmark = [pytest.mark.ray]
 
@@ -106,3 +107,16 @@ def test_a_missing_or_stale_index_is_an_error(indexed, tmp_path):
     storage.write_table(late, storage.join(ARTICLES.uri(stale), "published_date=2015-09-10", "late.parquet"))
     with pytest.raises(InputError, match=r"out of date: 1 articles .* not-indexed"):
         _form(Config(root=stale, **DEMO))
+
+
+def test_windows_are_clustered_in_ray_workers_not_in_the_driver(indexed, monkeypatch):
+    """A window's vectors and the clustering's working memory grow with the articles it holds;
+    they belong to a worker. A driver that clustered would hit the patched function."""
+    root, _ = indexed
+
+    def in_the_driver(*args, **kwargs):
+        raise AssertionError("the driver clustered a window")
+
+    monkeypatch.setattr(tce, "cluster_labels", in_the_driver)
+    events, step, _ = _form(Config(root=root, **DEMO))
+    assert events.tces and step.reconciles
