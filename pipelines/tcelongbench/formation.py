@@ -91,7 +91,7 @@ def form_tces(config: Config, ledger: Ledger) -> Events:
                 ledger.drop(step, reason, unit="article", item_id=article["article_id"])
         return [{k: v for k, v in a.items() if k != "text"} for a in kept]
 
-    sort_out(dataset.to_table(columns=COLUMNS, filter=pc.field("published_date").is_null()).to_pylist())
+    unlisted["no_date"] += dataset.count_rows(filter=pc.field("published_date").is_null())
     if days:
         require_index(config.root)
         ensure_ray(config.llm)
@@ -158,12 +158,12 @@ def _cluster_window(config: Config, window: tce.Window, ids: list[str], dates: l
     """The HDBSCAN labels of one window's candidates, in a Ray worker: the window's vectors and
     the clustering's working memory (which grows with the articles a window holds) stay out of
     the driver, which gets one label per candidate back."""
-    vectors = _vectors(ArticleIndex(config.root), config.root, window, ids)
+    vectors = _vectors(ArticleIndex(config.root), window, ids)
     features = tce.cluster_features(vectors, dates, config.time_weight, config.time_scale_days)
     return tce.cluster_labels(features, config.min_cluster_size, config.min_samples)
 
 
-def _vectors(index: ArticleIndex, root: str, window: tce.Window, ids: list[str]) -> np.ndarray:
+def _vectors(index: ArticleIndex, window: tce.Window, ids: list[str]) -> np.ndarray:
     """The index's embeddings of the articles ``ids`` (all published in ``window``), in their order."""
     if not ids:
         return np.zeros((0, 1), dtype=np.float32)
@@ -172,9 +172,9 @@ def _vectors(index: ArticleIndex, root: str, window: tce.Window, ids: list[str])
     missing = [a for a in ids if a not in where]
     if missing:
         raise InputError(
-            f"the article index at {root} is out of date: {len(missing)} articles of "
+            f"the article index at {index.root} is out of date: {len(missing)} articles of "
             f"{window.start}..{window.end} are not in it (first: {missing[0]}); "
-            f"run python -m pipelines.index --root {root}"
+            f"run python -m pipelines.index --root {index.root}"
         )
     vectors = table.column("vector").combine_chunks()
     matrix = vectors.flatten().to_numpy(zero_copy_only=False).reshape(len(vectors), -1)
