@@ -15,7 +15,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from pipelines.index.engine import TABLE, ArticleIndex, IndexHit, has_index, passage_table
+from pipelines.index.engine import TABLE, ArticleIndex, IndexHit, passage_table, require_index
 from udfs import retrieval
 from udfs.retrieval import Hit, LeakageError
 from udfs.text import first_words
@@ -81,10 +81,7 @@ class Corpus:
 
     @classmethod
     def load(cls, root: str) -> Corpus:
-        if not has_index(root):
-            raise FileNotFoundError(
-                f"no article index at {root}: run python -m pipelines.index --root {root} first"
-            )
+        require_index(root)
         return cls(root)
 
     def table(self, name: str = TABLE) -> ArticleIndex:

@@ -22,6 +22,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+import ray
+
 from pipelines.benchmarks import plain
 from pipelines.evaluate import report
 from pipelines.evaluate.context import PAPER_RETRIEVAL, RETRIEVERS, Corpus, RetrievalConfig, retrieval_config
@@ -30,6 +32,7 @@ from pipelines.evaluate.forecast import (
     MODES,
     Options,
     Request,
+    Setting,
     prepare,
     result_row,
     run_forecasts,
@@ -39,6 +42,7 @@ from pipelines.evaluate.inputs import load_items, select
 from pipelines.evaluate.judge import judge_open
 from pipelines.index.engine import passage_table, require_index
 from pipelines.llm.config import LLMConfig
+from pipelines.llm.ray_env import ensure_ray
 from pipelines.llm.stage import StagePlan, StageRunner
 from pipelines.options import RunOptions
 from udfs import storage
@@ -130,6 +134,15 @@ class Outcome:
     summaries: list[RunSummary]
 
 
+def _prepare_group(
+    root: str, options: Options, group: list[dict[str, Any]], setting: Setting, rc: RetrievalConfig
+) -> list[Request | str]:
+    """The requests (or reasons) of one (benchmark, task, setting), in a Ray worker: the index's
+    searches and their working memory, which grow with the corpus, stay out of the driver."""
+    corpus = Corpus(root)
+    return [prepare(item, setting, corpus, rc, options) for item in group]
+
+
 def run(config: Config) -> Outcome:
     """Evaluate every selected item in every setting; write results and reports."""
     started = time.time()
@@ -173,6 +186,9 @@ def run(config: Config) -> Outcome:
         groups[(item["benchmark"], item["task"])].append(item)
     requests: list[Request] = []
     rejected: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+    ensure_ray(config.llm)
+    prepare_group = ray.remote(_prepare_group)
+    preparing: list[tuple[str, list[dict[str, Any]], Setting, RunSummary, ray.ObjectRef]] = []
     setting_summaries: dict[tuple[str, str, str], RunSummary] = {}
     for (benchmark, task), group in sorted(groups.items()):
         kinds = {i["type"] for i in group}
@@ -182,14 +198,23 @@ def run(config: Config) -> Outcome:
         for setting in settings_for(kinds.pop(), config.modes, config.retrievers, config.answer_formats):
             summary = RunSummary(name=f"evaluate/{benchmark}/{task}.{setting.name}", rows_read=len(group))
             setting_summaries[(benchmark, task, setting.name)] = summary
-            for item in group:
-                prepared = prepare(item, setting, corpus, rc, options)
-                if isinstance(prepared, str):
-                    summary.reject(prepared)
-                    rejected[benchmark].append((item["item_id"], setting.name, prepared))
-                else:
-                    requests.append(prepared)
-            summary.finish()  # its time is the preparation (retrieval) time
+            preparing.append(
+                (
+                    benchmark,
+                    group,
+                    setting,
+                    summary,
+                    prepare_group.remote(config.root, options, group, setting, rc),
+                )
+            )
+    for benchmark, group, setting, summary, ref in preparing:
+        for item, prepared in zip(group, ray.get(ref), strict=True):
+            if isinstance(prepared, str):
+                summary.reject(prepared)
+                rejected[benchmark].append((item["item_id"], setting.name, prepared))
+            else:
+                requests.append(prepared)
+        summary.finish()  # its time is the preparation (retrieval) time
     outputs = run_forecasts(requests, runner)
     if config.plan:
         print(StagePlan.table(runner.plans))

@@ -12,7 +12,7 @@ complement rounds after the first depend on answers, so they show only cached wo
 from __future__ import annotations
 
 import logging
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -257,9 +257,6 @@ def _counts(tables: dict[str, pa.Table], ledger: Ledger, cutoffs: Any, rounds: i
         rows = tables[task].to_pylist()
         questions[task] = {s: sum(r["split"] == s for r in rows) for s in SPLITS}
         by_category[task] = dict(Counter(r["category"] or "none" for r in rows).most_common())
-    rejected: dict[str, Counter] = defaultdict(Counter)
-    for r in ledger.rejected:
-        rejected[r["stage"]][r["reason"]] += 1
     actions = Counter(r["action"] for r in tables["timeline_rounds"].to_pylist())
     return {
         "split_cutoffs": {
@@ -280,5 +277,5 @@ def _counts(tables: dict[str, pa.Table], ledger: Ledger, cutoffs: Any, rounds: i
         "questions": questions,
         "questions_by_category": by_category,
         "timeline_rounds": {"complement_rounds": rounds, **dict(actions)},
-        "rejected": {stage: dict(c) for stage, c in rejected.items()},
+        "rejected": ledger.rejected_counts(),
     }

@@ -28,21 +28,24 @@ ARTICLE_COLUMNS = ["article_id", "canonical_url", "title", "text", "language"]
 def collect_wikipedia(config: Config, ledger: Ledger, budget: int | None) -> list[dict[str, Any]]:
     """Pages → event CEs: filters, LLM category (keep Event), LLM date (drop before 1950), heading.
     ``budget`` (the rest of ``--limit``) keeps the first candidates by title before any model call."""
-    pages = WIKI_PAGES.read(config.root, columns=LIGHT_COLUMNS).to_pylist()
     wanted = set(config.wiki_titles)
-    _check_names("page", wanted, {p["title"] for p in pages})
     step = ledger.step("wiki_filter")
     passing: set[tuple[int, str]] = set()
-    for p in pages:
-        reason = (
-            ("not_selected" if wanted and p["title"] not in wanted else None)
-            or wiki.base_reject_reason(p, config.wiki_min_words)
-            or (None if wiki.has_event_category(p["categories"]) else "no_event_category")
-        )
-        if reason:
-            ledger.drop(step, reason, unit="page", item_id=p["title"])
-        else:
-            passing.add((p["page_id"], p["dump"]))
+    found: set[str] = set()
+    # A dump holds millions of pages: their light columns are read a batch at a time.
+    for batch in WIKI_PAGES.dataset(config.root).to_batches(columns=LIGHT_COLUMNS):
+        for p in batch.to_pylist():
+            found.update({p["title"]} & wanted)
+            reason = (
+                ("not_selected" if wanted and p["title"] not in wanted else None)
+                or wiki.base_reject_reason(p, config.wiki_min_words)
+                or (None if wiki.has_event_category(p["categories"]) else "no_event_category")
+            )
+            if reason:
+                ledger.drop(step, reason, unit="page", item_id=p["title"])
+            else:
+                passing.add((p["page_id"], p["dump"]))
+    _check_names("page", wanted, found)
     full = []
     if passing:
         ids = pa.array(sorted({i for i, _ in passing}), pa.int64())

@@ -3,7 +3,7 @@ evaluation items (``udfs.tcelongbench.assemble``), the rejected rows and the dat
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from typing import Any
 
 import pyarrow as pa
@@ -73,7 +73,7 @@ def write_outputs(
     tables["eval_items"] = write_eval_items(config.root, NAME, items)
     tables["rejected"] = ledger.write_rejected()
     counts = {name: t.num_rows for name, t in tables.items()} | {
-        "rejected_by_stage": dict(sorted(Counter(r["stage"] for r in ledger.rejected).items()))
+        "rejected_by_stage": {s: sum(c.values()) for s, c in ledger.rejected_counts().items()}
     }
     card = write_card(config.root, NAME, ledger.runner, counts, config)
     return tables, card

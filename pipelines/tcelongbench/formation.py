@@ -4,10 +4,11 @@ the window's own days, apply the demo limits (``--limit`` TCEs, ``--max-articles
 
 Memory holds one window's candidates, never the corpus: a day's partition is read once (the
 columns pre-cleaning needs), its kept articles stay (without their text) until their window has
-decided them, and the vectors come from the index one window at a time; the text of the TCEs'
-articles is read again at the end, from their days' partitions only. Windows overlap by ``--max-span-days`` + 1 days,
-so a TCE that starts in a window's own days ends inside it; the articles such a TCE takes are left
-out of the next window, the others of the overlap are clustered again there.
+decided them, and each window is clustered in a Ray task that reads its vectors from the index
+(the driver gets one label per candidate back); the text of the TCEs' articles is read again at
+the end, from their days' partitions only. Windows overlap by ``--max-span-days`` + 1 days, so a
+TCE that starts in a window's own days ends inside it; the articles such a TCE takes are left out
+of the next window, the others of the overlap are clustered again there.
 
 Every candidate article that does not end in a TCE is a rejected row with its reason. Articles
 outside the formation's scope, undated ones (``no_date``) and those outside the topic/host filter
@@ -24,9 +25,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import ray
 
 from pipelines.index.engine import ArticleIndex, require_index
 from pipelines.llm.ledger import Ledger
+from pipelines.llm.ray_env import ensure_ray
 from pipelines.tcelongbench.config import Config
 from udfs import storage
 from udfs.cli import InputError
@@ -88,10 +91,11 @@ def form_tces(config: Config, ledger: Ledger) -> Events:
                 ledger.drop(step, reason, unit="article", item_id=article["article_id"])
         return [{k: v for k, v in a.items() if k != "text"} for a in kept]
 
-    sort_out(dataset.to_table(columns=COLUMNS, filter=pc.field("published_date").is_null()).to_pylist())
+    unlisted["no_date"] += dataset.count_rows(filter=pc.field("published_date").is_null())
     if days:
         require_index(config.root)
-    index = ArticleIndex(config.root) if days else None
+        ensure_ray(config.llm)
+    cluster = ray.remote(_cluster_window)
     windows = tce.windows(days, config.window_days, config.max_span_days + 1)
     buffered: dict[dt.date, list[dict[str, Any]]] = {}
     taken: set[str] = set()
@@ -108,13 +112,11 @@ def form_tces(config: Config, ledger: Ledger) -> Events:
             (a for day_kept in buffered.values() for a in day_kept if a["article_id"] not in taken),
             key=lambda a: a["article_id"],
         )
-        features = tce.cluster_features(
-            _vectors(index, config.root, window, candidates),
-            [a["date"] for a in candidates],
-            config.time_weight,
-            config.time_scale_days,
+        labels = ray.get(
+            cluster.remote(
+                config, window, [a["article_id"] for a in candidates], [a["date"] for a in candidates]
+            )
         )
-        labels = tce.cluster_labels(features, config.min_cluster_size, config.min_samples)
         clusters += len({int(x) for x in labels} - {tce.NOISE})
         found, found_rows, rejects = tce.form_tces(
             candidates, labels, topic.key, config.min_span_days, config.max_span_days
@@ -147,26 +149,33 @@ def form_tces(config: Config, ledger: Ledger) -> Events:
     step.notes.append("no_date and topic_filter articles are counted, not listed in rejected")
     ledger.close(step)
     if articles:  # the kept TCEs' articles in full, from their days' partitions only
-        for row in index.articles(articles, ["article_id", "text"]).to_pylist():
+        for row in ArticleIndex(config.root).articles(articles, ["article_id", "text"]).to_pylist():
             articles[row["article_id"]]["text"] = row["text"]
     return Events(tces, rows, articles, config.max_article_words)
 
 
-def _vectors(
-    index: ArticleIndex | None, root: str, window: tce.Window, candidates: list[dict[str, Any]]
-) -> np.ndarray:
-    """The index's embeddings of ``candidates`` (all published in ``window``), in their order."""
-    if index is None or not candidates:
+def _cluster_window(config: Config, window: tce.Window, ids: list[str], dates: list[dt.date]) -> np.ndarray:
+    """The HDBSCAN labels of one window's candidates, in a Ray worker: the window's vectors and
+    the clustering's working memory (which grows with the articles a window holds) stay out of
+    the driver, which gets one label per candidate back."""
+    vectors = _vectors(ArticleIndex(config.root), window, ids)
+    features = tce.cluster_features(vectors, dates, config.time_weight, config.time_scale_days)
+    return tce.cluster_labels(features, config.min_cluster_size, config.min_samples)
+
+
+def _vectors(index: ArticleIndex, window: tce.Window, ids: list[str]) -> np.ndarray:
+    """The index's embeddings of the articles ``ids`` (all published in ``window``), in their order."""
+    if not ids:
         return np.zeros((0, 1), dtype=np.float32)
-    table = index.vectors([a["article_id"] for a in candidates], window.start, window.end)
+    table = index.vectors(ids, window.start, window.end)
     where = {a: i for i, a in enumerate(table.column("article_id").to_pylist())}
-    missing = [a["article_id"] for a in candidates if a["article_id"] not in where]
+    missing = [a for a in ids if a not in where]
     if missing:
         raise InputError(
-            f"the article index at {root} is out of date: {len(missing)} articles of "
+            f"the article index at {index.root} is out of date: {len(missing)} articles of "
             f"{window.start}..{window.end} are not in it (first: {missing[0]}); "
-            f"run python -m pipelines.index --root {root}"
+            f"run python -m pipelines.index --root {index.root}"
         )
     vectors = table.column("vector").combine_chunks()
     matrix = vectors.flatten().to_numpy(zero_copy_only=False).reshape(len(vectors), -1)
-    return matrix[[where[a["article_id"]] for a in candidates]]
+    return matrix[[where[a] for a in ids]]

@@ -18,7 +18,7 @@ from pipelines.llm.config import LLMConfig
 from pipelines.llm.scripted import ship_script
 from tests.fixtures.evaluate.data import toy_items, utc, write_articles, write_toy_benchmark
 from udfs import storage
-from udfs.retrieval import Hit, LeakageError
+from udfs.retrieval import LeakageError
 
 pytestmark = [pytest.mark.ray]
 
@@ -225,17 +225,27 @@ def test_oracle_scores_exactly(ray_local, toy_root):
     _check_retrieval_log(toy_root)
 
 
-def test_an_injected_late_article_aborts_the_run(toy_root, monkeypatch):
-    real = ArticleIndex.search
-
-    def leaky(self, *args, **kwargs):
-        hits = real(self, *args, **kwargs)
-        return [*hits, Hit("a-late", utc(2024, 1, 1), 1.0, len(hits))]  # claims an early date
-
-    monkeypatch.setattr(ArticleIndex, "search", leaky)
-    with pytest.raises(LeakageError, match=re.escape("a-late")):
+def test_an_index_that_misdates_a_late_article_aborts_the_run(toy_root):
+    """A stale index claims the late article was published early: the engine's prefilter and its
+    own check pass it; the second check, against the articles table, stops the run (in the Ray
+    worker that retrieved it)."""
+    table = ArticleIndex(toy_root).table
+    table.update(where="article_id = 'a-late'", values={"published_at": utc(2024, 1, 1)})
+    with pytest.raises(LeakageError, match=re.escape("retrieved a-late published 2024-09-01")):
         evaluate.run(evaluate.Config(root=toy_root, llm=oracle_llm(), modes=("retrieval",)))
     assert not storage.exists(storage.join(toy_root, "eval", "leaderboard.parquet"))
+
+
+def test_searches_run_in_ray_workers_not_in_the_driver(toy_root, monkeypatch):
+    """The index's searches and their working memory grow with the corpus; they belong to the
+    workers. A driver that searched would hit the patched method."""
+
+    def in_the_driver(*args, **kwargs):
+        raise AssertionError("the driver searched the index")
+
+    monkeypatch.setattr(Corpus, "retrieve", in_the_driver)
+    outcome = evaluate.run(evaluate.Config(root=toy_root, llm=oracle_llm(), modes=("retrieval",)))
+    assert outcome.results and all(r["retrieved_ids"] for r in outcome.results if r["type"] != "open")
 
 
 def test_gold_articles_are_never_retrieved_even_when_most_relevant(toy_root):

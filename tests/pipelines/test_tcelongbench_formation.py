@@ -19,6 +19,7 @@ from tests.pipelines.test_tcelongbench_pipeline import DEMO, write_reportedly_ar
 from udfs import storage
 from udfs.cli import InputError
 from udfs.schemas import ARTICLES
+from udfs.tcelongbench import tce
 
 pytestmark = [pytest.mark.ray]
 
@@ -33,7 +34,7 @@ def _form(config: Config):
     ledger = Ledger(StageRunner(config.root, "tcelongbench", LLMConfig(backend="scripted", script={})))
     events = form_tces(config, ledger)
     (step,) = ledger.summaries
-    return events, step, ledger.rejected
+    return events, step, ledger.rejected_table().to_pylist()
 
 
 class _RecordingDataset:
@@ -70,9 +71,9 @@ def test_short_windows_decide_every_article_once_inside_the_span_bounds(indexed,
     assert Counter(r["item_id"] for r in rejected).most_common(1)[0][1] == 1
     assert not {r["article_id"] for r in events.rows} & {r["item_id"] for r in rejected}
     assert events.tces and all(1 <= t["span_days"] <= 4 and t["n"] >= 2 for t in events.tces)
-    reads = recorded[0].reads  # the undated partition, then one read per day, each day read once
-    assert reads[0] == [] and all(len(days) == 1 for days in reads[1:])
-    assert len(reads[1:]) == len({d for days in reads[1:] for d in days})
+    reads = recorded[0].reads  # one read per day, each day read once (the undated are counted)
+    assert reads and all(len(days) == 1 for days in reads)
+    assert len(reads) == len({d for days in reads for d in days})
 
 
 def test_one_window_over_the_whole_month_is_the_default(indexed):
@@ -106,3 +107,37 @@ def test_a_missing_or_stale_index_is_an_error(indexed, tmp_path):
     storage.write_table(late, storage.join(ARTICLES.uri(stale), "published_date=2015-09-10", "late.parquet"))
     with pytest.raises(InputError, match=r"out of date: 1 articles .* not-indexed"):
         _form(Config(root=stale, **DEMO))
+
+
+def test_windows_are_clustered_in_ray_workers_not_in_the_driver(indexed, monkeypatch):
+    """A window's vectors and the clustering's working memory grow with the articles it holds;
+    they belong to a worker. A driver that clustered would hit the patched function."""
+    root, _ = indexed
+
+    def in_the_driver(*args, **kwargs):
+        raise AssertionError("the driver clustered a window")
+
+    monkeypatch.setattr(tce, "cluster_labels", in_the_driver)
+    events, step, _ = _form(Config(root=root, **DEMO))
+    assert events.tces and step.reconciles
+
+
+def test_undated_articles_are_counted_without_reading_them(indexed, tmp_path):
+    root, n_articles = indexed
+    undated_root = str(shutil.copytree(root, tmp_path / "undated"))
+    one_day = storage.read_table(
+        storage.join(ARTICLES.uri(root), "published_date=2015-09-10"), ARTICLES.file_schema
+    )
+    undated = pa.concat_tables([one_day.slice(0, 1)] * 2)
+    for column, values in (
+        ("article_id", ["undated-1", "undated-2"]),
+        ("published_at", pa.array([None, None], one_day.schema.field("published_at").type)),
+    ):
+        undated = undated.set_column(undated.schema.get_field_index(column), column, pa.array(values))
+    storage.write_table(
+        undated,
+        storage.join(ARTICLES.uri(undated_root), "published_date=__HIVE_DEFAULT_PARTITION__", "u.parquet"),
+    )
+    events, step, rejected = _form(Config(root=undated_root, **DEMO))
+    assert step.rejected["no_date"] == 2 and step.rows_read == n_articles + 2 and step.reconciles
+    assert not {r["item_id"] for r in rejected} & {"undated-1", "undated-2"} and events.tces
