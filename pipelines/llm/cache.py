@@ -7,8 +7,10 @@ length limit) stay in their shards as a record but are never served from the cac
 sends those requests again. A shard that cannot be read (a torn write, a truncated upload) is
 logged, set aside as ``<name>.corrupt`` and its requests are computed again.
 
-The lookups (``answered_keys``, ``answers``) run per block in Ray workers over the shard list
-the driver made once (``usable_shards``): only the block's keys are read into Python.
+The cache is consulted by sorting, never by looking keys up shard by shard: the stage's requests
+are sorted by key together with marker rows of the keys the shards answer (``answered_markers``,
+``unique_requests``), and its (unit, request) pairs together with the shards' rows
+(``served``, ``attach_answers``). Each shard is read once per step, whatever the stage's size.
 """
 
 from __future__ import annotations
@@ -17,20 +19,24 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from pipelines.llm.render import COPIES, ROW, SAMPLE
 from udfs import storage
-from udfs.llm_rows import RESPONSE_SCHEMA
+from udfs.llm_rows import REQUEST_SCHEMA, RESPONSE_SCHEMA
 
 log = logging.getLogger("augury.llm.cache")
 
 _NAME = re.compile(r"shard-(\d{13})-")
+CACHED = "__cached"  # of a unique request: 1 when a usable shard answers it
+AGE, FRESH = "__age", "__fresh"  # of a shard's row: the shard's place, oldest first; written this run
+MARKER = -1  # the position (``__row``) of a row that is a shard's, not a unit's
+JOIN_SCHEMA = pa.schema(
+    [pa.field(ROW, pa.int64()), pa.field(SAMPLE, pa.int32()), *RESPONSE_SCHEMA, pa.field(AGE, pa.int64())]
+)
 
 
 def new_run_id() -> str:
@@ -93,47 +99,73 @@ def shard_counts(file: str) -> tuple[int, int]:
     return meta.num_rows, meta.num_rows - sum(s.null_count for s in stats)
 
 
-def answers(
-    fs: pafs.FileSystem, paths: Sequence[str], keys: pa.Array, fresh: frozenset[str] = frozenset()
-) -> pa.Table:
-    """The newest answer of each of ``keys`` in the shards at ``paths`` (oldest first) on ``fs``
-    (the driver's filesystem, pickled: a Ray worker reaches the storage as the driver does). An
-    engine error counts only from a ``fresh`` shard (this run's: it is the row's outcome, never a
-    cached answer)."""
-    found = [RESPONSE_SCHEMA.empty_table()]
-    for path in paths:
-        table = _read(fs, path)
-        wanted = pc.is_in(table.column("request_key"), value_set=keys)
-        if path not in fresh:
-            wanted = pc.and_(wanted, pc.is_null(table.column("engine_error")))
-        found.append(table.filter(wanted))
-    return _newest(pa.concat_tables(found))
-
-
-def answered_keys(fs: pafs.FileSystem, paths: Sequence[str], keys: pa.Array) -> pa.Array:
-    """Which of ``keys`` the shards at ``paths`` answer without an engine error."""
-    found = [pa.array([], pa.string())]
-    for path in paths:
-        table = _read(fs, path, ["request_key", "engine_error"])
-        answered = pc.is_in(table.column("request_key"), value_set=keys)
-        ok = pc.and_(answered, pc.is_null(table.column("engine_error")))
-        found += table.column("request_key").filter(ok).chunks
-    return pa.concat_arrays(found)
-
-
-def _read(fs: pafs.FileSystem, path: str, columns: list[str] | None = None) -> pa.Table:
-    return pads.dataset(path, filesystem=fs, schema=RESPONSE_SCHEMA, format="parquet").to_table(
-        columns=columns
+def answered_markers(shard_rows: pa.Table) -> pa.Table:
+    """Marker rows, in the requests' schema, for the keys shard rows answer without an engine
+    error: sorted together with a stage's requests they mark the cached ones
+    (``unique_requests``). A marker's position (``__row``) is −1."""
+    keys = shard_rows.filter(pc.is_null(shard_rows.column("engine_error"))).column("request_key")
+    n = len(keys)
+    columns = {"request_key": keys, "prompt_text": pa.repeat("", n), "mode": pa.repeat("", n)}
+    table = pa.table(
+        [columns.get(f.name, pa.nulls(n, f.type)) for f in REQUEST_SCHEMA], schema=REQUEST_SCHEMA
     )
+    return table.append_column(ROW, pa.repeat(MARKER, n))
 
 
-def _newest(table: pa.Table) -> pa.Table:
-    """The last row of every key (rows come oldest first)."""
-    if table.num_rows == 0:
-        return table
-    position = pa.array(range(table.num_rows), pa.int64())
-    last = table.append_column("__at", position).group_by("request_key").aggregate([("__at", "max")])
-    return table.take(last.column("__at_max"))
+def unique_requests(block: pa.Table) -> pa.Table:
+    """One request per key, with its number of copies (``__copies``) and whether a shard answers
+    it (``__cached``: a marker row of that key). Called per block of requests and markers sorted
+    by key, so every copy of a key is in the block; the copy from the earliest input row wins."""
+    is_marker = pc.equal(block.column(ROW), MARKER)
+    cached = pc.unique(block.filter(is_marker).column("request_key"))
+    requests = block.filter(pc.invert(is_marker))
+    order = [("request_key", "ascending"), (ROW, "ascending")]
+    ordered = requests.take(pc.sort_indices(requests, order)).drop_columns([ROW])
+    keys = ordered.column("request_key").combine_chunks()
+    if not len(keys):
+        ordered = ordered.append_column(COPIES, pa.array([], pa.int64()))
+        return ordered.append_column(CACHED, pa.array([], pa.int8()))
+    first = pa.concat_arrays([pa.array([True]), pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1))])
+    starts = pc.indices_nonzero(first)
+    ends = pa.concat_arrays([starts.slice(1), pa.array([len(keys)], pa.uint64())])
+    unique = ordered.filter(first).append_column(COPIES, pc.subtract(ends, starts).cast(pa.int64()))
+    answered = pc.is_in(unique.column("request_key"), value_set=cached)
+    return unique.append_column(CACHED, answered.cast(pa.int8()))
+
+
+def served(shard_rows: pa.Table) -> pa.Table:
+    """Shard rows (with their shard's ``__age`` and ``__fresh``) the cache may serve, as answer
+    rows of the join schema (position −1): an engine error only from this run's shards (it is
+    the row's outcome, never a cached answer)."""
+    ok = pc.or_(pc.is_null(shard_rows.column("engine_error")), shard_rows.column(FRESH))
+    rows = shard_rows.filter(ok).drop_columns([FRESH])
+    n = rows.num_rows
+    rows = rows.append_column(ROW, pa.repeat(MARKER, n)).append_column(
+        SAMPLE, pa.repeat(-1, n).cast(pa.int32())
+    )
+    return rows.select(JOIN_SCHEMA.names).cast(JOIN_SCHEMA)
+
+
+def attach_answers(block: pa.Table) -> pa.Table:
+    """The (unit, request) pairs of a block (join schema) with the newest answer of their key
+    filled in (``__age`` null: none). Called per block of pairs and answers sorted by key, so
+    every answer of a pair's key is in the block."""
+    is_answer = pc.equal(block.column(ROW), MARKER)
+    answers = block.filter(is_answer)
+    newest = pc.sort_indices(answers, [("request_key", "ascending"), (AGE, "descending")])
+    answers = answers.take(newest)
+    keys = answers.column("request_key").combine_chunks()
+    if len(keys):
+        first = pa.concat_arrays(
+            [pa.array([True]), pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1))]
+        )
+        answers = answers.filter(first)
+    pairs = block.filter(pc.invert(is_answer))
+    found = answers.take(pc.index_in(pairs.column("request_key"), value_set=answers.column("request_key")))
+    own = [ROW, SAMPLE, "request_key"]
+    return pa.table(
+        [pairs.column(c) if c in own else found.column(c) for c in JOIN_SCHEMA.names], schema=JOIN_SCHEMA
+    )
 
 
 def _set_aside(file: str, stage: str, exc: Exception) -> None:

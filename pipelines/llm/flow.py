@@ -11,6 +11,7 @@ it builds no Python object per row or request.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -34,15 +35,13 @@ from pipelines.llm.render import (
     RequestRenderer,
     TokenEstimator,
     explode_requests,
-    first_per_key,
 )
 from udfs import storage
+from udfs.llm_rows import RESPONSE_SCHEMA
 from udfs.prompts import Prompt
 
 INPUT_FILE_ROWS = 1024  # input rows per Parquet file: the unit of parallel rendering
 RENDER_BATCH = 256
-CACHED = "__cached"  # of a unique request: 1 when a usable shard answers it
-ASSEMBLE_BATCH = 1024
 
 
 @contextlib.contextmanager
@@ -63,25 +62,33 @@ def stage_context(partitions: int) -> Iterator[None]:
 
 
 def read(uri: str, columns: Sequence[str] | None = None) -> ray.data.Dataset:
-    """A Parquet directory as a Dataset of one block per file, in name order.
+    """A Parquet directory as a Dataset of one block per file, in name order."""
+    return read_files(storage.list_files(uri, ".parquet"), columns)
+
+
+def read_files(
+    uris: Sequence[str], columns: Sequence[str] | None = None, **per_file: Sequence[Any]
+) -> ray.data.Dataset:
+    """Parquet files as a Dataset of one block per file, in the given order; ``per_file`` names
+    columns of one value per file (e.g. a shard's age), added to each of its rows.
 
     The files are read by a map over their paths: ``ray.data.read_parquet`` samples and plans
     its reads with tasks of its own, a fixed ~2 s per execution that a stage's small
-    intermediate files (three executions per stage) do not need."""
-    files = located(storage.list_files(uri, ".parquet"))
-    paths = ray.data.from_items(
-        [{"path": p} for p in files["paths"]], override_num_blocks=len(files["paths"])
-    )
-    return paths.map_batches(
+    intermediate files do not need."""
+    files = located(list(uris))
+    items = [{"path": p, **{k: v[i] for k, v in per_file.items()}} for i, p in enumerate(files["paths"])]
+    return ray.data.from_items(items, override_num_blocks=max(1, len(items))).map_batches(
         _read_files, fn_kwargs={"fs": files["fs"], "columns": columns}, batch_size=1, batch_format="pyarrow"
     )
 
 
 def _read_files(batch: pa.Table, fs: pafs.FileSystem | None, columns: Sequence[str] | None) -> pa.Table:
-    """The Parquet files a batch of paths names, as one table."""
-    return pa.concat_tables(
-        pq.read_table(p, filesystem=fs, columns=columns) for p in batch.column("path").to_pylist()
-    )
+    """The Parquet file a row of ``read_files`` names, with that row's other values as columns."""
+    (item,) = batch.to_pylist()
+    table = pq.read_table(item.pop("path"), filesystem=fs, columns=columns)
+    for name, value in item.items():
+        table = table.append_column(name, pa.repeat(value, table.num_rows))
+    return table
 
 
 def write(ds: ray.data.Dataset, uri: str, **kwargs: Any) -> int:
@@ -113,28 +120,31 @@ def requests(
     input_uri: str, units_uri: str, requests_uri: str, renderer: RequestRenderer, shards: list[str]
 ) -> dict[str, int]:
     """Render the input into units (kept under ``units_uri``, one file per batch named by its
-    first row) and their requests into the stage's unique requests, sorted by prompt text and
-    each marked answered or not by the usable ``shards``: a range-partitioned sort puts every copy
-    of a key in one block, where ``first_per_key`` keeps one. Returns the counts of units and of
-    requests (all, unique, cached), read from Parquet footers and two integer columns."""
-    unique = (
-        read(input_uri)
-        .map_batches(
-            _render,
-            fn_kwargs={"renderer": renderer, "units": storage.filesystem(units_uri)},
-            batch_size=RENDER_BATCH,
-            batch_format="pyarrow",
+    first row) and their requests into the stage's unique requests, each marked answered or not
+    by the usable ``shards``: the requests and the keys the shards answer (as marker rows) are
+    sorted by key together, which puts every copy of a key in one block, where
+    ``cache.unique_requests`` keeps one. Returns the counts of units and of requests (all,
+    unique, cached), read from Parquet footers and two integer columns."""
+    rendered = read(input_uri).map_batches(
+        _render,
+        fn_kwargs={"renderer": renderer, "units": storage.filesystem(units_uri)},
+        batch_size=RENDER_BATCH,
+        batch_format="pyarrow",
+    )
+    if shards:
+        answered = read_files(shards, ["request_key", "engine_error"]).map_batches(
+            cache.answered_markers, batch_format="pyarrow"
         )
-        .sort(["prompt_text", "request_key"])
-        .map_batches(first_per_key, batch_size=None, batch_format="pyarrow")
-        .map_batches(_mark_answered, fn_kwargs=located(shards), batch_size=None, batch_format="pyarrow")
+        rendered = rendered.union(answered)
+    unique = rendered.sort("request_key").map_batches(
+        cache.unique_requests, batch_size=None, batch_format="pyarrow"
     )
     counts = {"units": 0, "total": 0, "unique": write(unique, requests_uri), "cached": 0}
     counts["units"] = storage.count_rows(units_uri)
     if counts["unique"]:
-        sums = storage.read_table(requests_uri, columns=[COPIES, CACHED])
+        sums = storage.read_table(requests_uri, columns=[COPIES, cache.CACHED])
         counts["total"] = pc.sum(sums.column(COPIES)).as_py()
-        counts["cached"] = pc.sum(sums.column(CACHED)).as_py()
+        counts["cached"] = pc.sum(sums.column(cache.CACHED)).as_py()
     return counts
 
 
@@ -155,12 +165,6 @@ def _render(batch: pa.Table, renderer: RequestRenderer, units: tuple[pafs.FileSy
     return explode_requests(rendered)
 
 
-def _mark_answered(block: pa.Table, fs: pafs.FileSystem | None, paths: list[str]) -> pa.Table:
-    """Mark the requests a usable shard answers (``__cached`` 1), reading only their keys."""
-    done = cache.answered_keys(fs, paths, block.column("request_key").combine_chunks())
-    return block.append_column(CACHED, pc.is_in(block.column("request_key"), value_set=done).cast(pa.int8()))
-
-
 def pending(requests_uri: str) -> ray.data.Dataset:
     """The requests without a cached answer, in ``REQUEST_SCHEMA`` (block order kept)."""
     return read(requests_uri).map_batches(_unanswered, batch_size=None, batch_format="pyarrow")
@@ -168,7 +172,7 @@ def pending(requests_uri: str) -> ray.data.Dataset:
 
 def _unanswered(block: pa.Table) -> pa.Table:
     """The requests of a block that no shard answers, without the bookkeeping columns."""
-    return block.filter(pc.equal(block.column(CACHED), 0)).drop_columns([COPIES, CACHED])
+    return block.filter(pc.equal(block.column(cache.CACHED), 0)).drop_columns([COPIES, cache.CACHED])
 
 
 def estimate(requests_uri: str, cfg: RenderConfig) -> tuple[int, int]:
@@ -190,10 +194,12 @@ class ShardNames(FilenameProvider):
 
 
 def answer(requests_uri: str, stage_uri: str, llm: LLMConfig, run_id: str) -> None:
-    """Send the pending requests (prefix-sorted within each block) through the backend and write
+    """Send the pending requests, sorted by prompt text (requests sharing a prefix stay adjacent
+    for the engine's prefix cache), through the backend and write
     the responses as durable shards of ``shard_size`` rows: an engine task answers one block, so
     blocks of a shard (or a batch) let write tasks take shards while the engine answers others."""
-    blocks = pending(requests_uri).repartition(target_num_rows_per_block=max(llm.batch_size, llm.shard_size))
+    ordered = pending(requests_uri).sort(["prompt_text", "request_key"])
+    blocks = ordered.repartition(target_num_rows_per_block=max(llm.batch_size, llm.shard_size))
     responses = backends.apply_backend(blocks, llm).map_batches(
         backends.responses_table, batch_format="pyarrow"
     )
@@ -216,35 +222,83 @@ def output(
     shards: list[str],
     fresh: list[str],
 ) -> None:
-    """Units joined with their answers and assembled per block (``assemble_units``), written to
-    ``output_uri``."""
-    assembled = read(units_uri).map_batches(
-        _assemble_block,
+    """Units joined with their answers and assembled, written to ``output_uri``: the units'
+    (unit, request) pairs and the shards' rows are sorted by key together, where each pair takes
+    the newest answer of its key (``cache.attach_answers``); the answered pairs are sorted by
+    position, and each block of them is assembled with the units of its positions, read from
+    the one or two unit files that hold them."""
+    units = storage.list_files(units_uri, ".parquet")
+    pairs = read_files(units, [ROW, SAMPLE, "__keys"]).map_batches(_pairs, batch_format="pyarrow")
+    everyone = [*shards, *fresh]
+    if everyone:
+        rows = read_files(
+            everyone, **{cache.AGE: list(range(len(everyone))), cache.FRESH: [f in fresh for f in everyone]}
+        )
+        pairs = pairs.union(rows.map_batches(cache.served, batch_format="pyarrow"))
+    answered = pairs.sort("request_key").map_batches(
+        cache.attach_answers, batch_size=None, batch_format="pyarrow"
+    )
+    assembled = answered.sort(ROW).map_batches(
+        _assemble_rows,
         fn_kwargs={
             "stage": stage,
             "prompt": prompt,
             "identity": identity,
-            **located([*shards, *fresh]),
-            "fresh": frozenset(located(fresh)["paths"]),
+            "starts": [int(u.rsplit("-", 1)[-1].split(".")[0]) for u in units],
+            **located(units),
         },
-        batch_size=ASSEMBLE_BATCH,
+        batch_size=None,
         batch_format="pyarrow",
     )
     storage.delete(output_uri)
     write(assembled, output_uri)
 
 
-def _assemble_block(
-    block: pa.Table,
+def _pairs(units: pa.Table) -> pa.Table:
+    """One (unit, request) pair per request key of a block of units, in the join schema without
+    answers; a unit without requests gets one pair of key ``""`` (no answer has it) so that
+    every unit reaches assembly."""
+    keys = pc.if_else(
+        pc.greater(pc.list_value_length(units.column("__keys")), 0),
+        units.column("__keys"),
+        pa.scalar([""], pa.list_(pa.string())),
+    )
+    nested = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    parents = pc.list_parent_indices(nested)
+    n = len(parents)
+    own = {
+        ROW: units.column(ROW).take(parents),
+        SAMPLE: units.column(SAMPLE).take(parents),
+        "request_key": pc.list_flatten(nested),
+    }
+    return pa.table(
+        [own.get(f.name, pa.nulls(n, f.type)) for f in cache.JOIN_SCHEMA], schema=cache.JOIN_SCHEMA
+    )
+
+
+def _assemble_rows(
+    answered: pa.Table,
     stage: Any,
     prompt: Prompt,
     identity: dict[str, Any],
+    starts: list[int],
     fs: pafs.FileSystem | None,
     paths: list[str],
-    fresh: frozenset[str],
 ) -> pa.Table:
-    """The output rows of a block of units, with the answers of its own requests only."""
-    keys = pc.unique(pc.list_flatten(block.column("__keys").combine_chunks()))
-    found = cache.answers(fs, paths, keys, fresh)
+    """The output rows of a block of answered pairs (all pairs of each of its positions): its
+    units, read from the unit files whose rows (from ``starts``) overlap its positions, each
+    with the answers of its own requests."""
+    files, wanted = [], None
+    if answered.num_rows:
+        span = pc.min_max(answered.column(ROW))
+        low, high = span["min"].as_py(), span["max"].as_py()
+        files = paths[max(0, bisect.bisect_right(starts, low) - 1) : bisect.bisect_right(starts, high)]
+        wanted = (pc.field(ROW) >= low) & (pc.field(ROW) <= high)
+    units = pa.concat_tables(
+        [pq.read_schema(paths[0], filesystem=fs).empty_table()]
+        + [pq.read_table(p, filesystem=fs, filters=wanted) for p in files]
+    )
+    units = units.take(pc.sort_indices(units, [(ROW, "ascending"), (SAMPLE, "ascending")]))
+    found = answered.filter(pc.is_valid(answered.column(cache.AGE))).select(RESPONSE_SCHEMA.names)
     responses = {r["request_key"]: r for r in found.to_pylist()}
-    return assemble_units(stage, prompt, identity, block, responses)
+    return assemble_units(stage, prompt, identity, units, responses)

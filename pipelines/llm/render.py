@@ -240,22 +240,6 @@ def explode_requests(units: pa.Table) -> pa.Table:
     return table.append_column(ROW, units.column(ROW).take(pc.list_parent_indices(nested)))
 
 
-def first_per_key(requests: pa.Table) -> pa.Table:
-    """One request per key, sorted by prompt text (requests sharing a prefix stay adjacent for the
-    engine's prefix cache), with its number of copies (``__copies``). Called per block of a
-    dataset sorted by (prompt text, key), so every copy of a key is in the block; the copy from
-    the earliest input row wins."""
-    order = [("prompt_text", "ascending"), ("request_key", "ascending"), (ROW, "ascending")]
-    ordered = requests.take(pc.sort_indices(requests, order)).drop_columns([ROW])
-    keys = ordered.column("request_key").combine_chunks()
-    if not len(keys):
-        return ordered.append_column(COPIES, pa.array([], pa.int64()))
-    first = pa.concat_arrays([pa.array([True]), pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1))])
-    starts = pc.indices_nonzero(first)
-    ends = pa.concat_arrays([starts.slice(1), pa.array([len(keys)], pa.uint64())])
-    return ordered.filter(first).append_column(COPIES, pc.subtract(ends, starts).cast(pa.int64()))
-
-
 def plan_to_json(plan: ChoicePlan) -> str:
     """A ChoicePlan as JSON, to travel in a unit row between Ray tasks."""
     nodes = [[n.prefix_ids, n.token_ids, n.token_group, n.groups] for n in plan.nodes]

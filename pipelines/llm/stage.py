@@ -177,7 +177,10 @@ class StageRunner:
         ensure_ray(self.llm)
         ship_by_value(stage.parser, stage.variables)
         render_cfg = RenderConfig.of(self.llm)
-        scratch = Layout(self.root).stage(self.namespace, "_scratch", f"{stage.name}-{uuid.uuid4().hex[:8]}")
+        parts = [*self.namespace.split("/"), "_scratch", f"{stage.name}-{uuid.uuid4().hex[:8]}"]
+        scratch = storage.join(self.root, *parts)
+        # a plan writes nothing: it removes every directory its scratch created
+        created = _first_missing(self.root, parts) if self.plan_only else scratch
         output_uri = storage.join(scratch if self.plan_only else uri, "output")
         units_uri, requests_uri = storage.join(scratch, "units"), storage.join(scratch, "requests")
         try:
@@ -205,7 +208,7 @@ class StageRunner:
                 flow.output(units_uri, output_uri, stage, prompt, identity, shards, fresh)
             return flow.read_output(output_uri)
         finally:
-            storage.delete(scratch)
+            storage.delete(created)
 
     def _plan(self, stage_name: str, n_units: int, summary: RunSummary, tokens: tuple[int, int]) -> StagePlan:
         m = summary.metrics
@@ -254,6 +257,15 @@ class StageRunner:
 
 
 COUNTS = ("requests_total", "requests_unique", "duplicates_collapsed", "requests_cached", "requests_computed")
+
+
+def _first_missing(root: str, parts: list[str]) -> str:
+    """The outermost directory on the way from ``root`` down through ``parts`` that does not
+    exist yet."""
+    for n in range(1, len(parts)):
+        if not storage.exists(storage.join(root, *parts[:n])):
+            return storage.join(root, *parts[:n])
+    return storage.join(root, *parts)
 
 
 def _check(stage: LLMStage, prompt: Prompt) -> None:

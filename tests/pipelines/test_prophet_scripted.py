@@ -22,12 +22,12 @@ import pyarrow as pa
 import pytest
 
 import pipelines.llm.backends as backends
+import pipelines.llm.flow as flow
 from pipelines.index import build as index_build
 from pipelines.index.config import Config as IndexConfig
 from pipelines.index.engine import ArticleIndex
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.ledger import REJECTED_SCHEMA, read_rejected
-from pipelines.llm.stage import StageRunner
 from pipelines.prophet.build import run
 from pipelines.prophet.config import Config
 from pipelines.prophet.evidence import Corpus
@@ -189,23 +189,44 @@ def scripted(failures_dir: Path | None = None) -> LLMConfig:
 
 
 def record_requests(mp: pytest.MonkeyPatch) -> dict[str, list[str]]:
-    """Wrap the runner's request building: every rendered prompt is remembered by stage, and the
-    script also sees which stage and sample slot a request is for (``_stage``, ``_slot``)."""
+    """Wrap the stage runner's request step: the prompt of every unit is remembered by stage, and
+    the script also sees which stage and sample slot a request is for (``_stage``, ``_slot``),
+    written into the stage's requests where Ray Data reads them."""
     seen: dict[str, list[str]] = {}
-    real = StageRunner._build_requests
+    requests = flow.requests
 
-    def build_requests(self, stage, prompt, records):
-        units, requests = real(self, stage, prompt, records)
-        for u in units:
-            slot = records[u.row_index].get("slot")
-            for key in u.keys:
-                request = requests[key]
-                seen.setdefault(stage.name, []).append(request["prompt_text"])
-                extra = {"_stage": stage.name, "_slot": u.sample_index if slot is None else slot}
-                request["variables_json"] = json.dumps(json.loads(request["variables_json"]) | extra)
-        return units, requests
+    def recording(input_uri, units_uri, requests_uri, renderer, shards):
+        counts = requests(input_uri, units_uri, requests_uri, renderer, shards)
+        stage = renderer.stage
+        units = storage.read_table(units_uri)
+        units = units.sort_by([("__row", "ascending"), ("__sample", "ascending")])
+        files = storage.list_files(requests_uri, ".parquet")
+        tables = {f: storage.read_table(f) for f in files}
+        text_of = {
+            k: t
+            for table in tables.values()
+            for k, t in zip(table["request_key"].to_pylist(), table["prompt_text"].to_pylist(), strict=True)
+        }
+        extra_of = {}
+        for u in units.to_pylist():
+            slot = u.get("slot")
+            for key in u["__keys"]:
+                seen.setdefault(stage.name, []).append(text_of[key])
+                extra_of[key] = {"_stage": stage.name, "_slot": u["__sample"] if slot is None else slot}
+        for file, table in tables.items():
+            variables = [
+                json.dumps(json.loads(v) | extra_of[k])
+                for k, v in zip(
+                    table["request_key"].to_pylist(), table["variables_json"].to_pylist(), strict=True
+                )
+            ]
+            column = table.schema.get_field_index("variables_json")
+            storage.write_table(
+                table.set_column(column, "variables_json", pa.array(variables, pa.string())), file
+            )
+        return counts
 
-    mp.setattr(StageRunner, "_build_requests", build_requests)
+    mp.setattr(flow, "requests", recording)
     return seen
 
 

@@ -30,7 +30,6 @@ def test_the_driver_renders_nothing_and_many_blocks_keep_input_order(ray_local, 
     monkeypatch.setattr("transformers.AutoTokenizer.from_pretrained", not_on_the_driver)
     monkeypatch.setattr(flow, "INPUT_FILE_ROWS", 3)  # one input file, hence one block, per 3 rows
     monkeypatch.setattr(flow, "RENDER_BATCH", 2)
-    monkeypatch.setattr(flow, "ASSEMBLE_BATCH", 2)
     countries = ["Peru", "France", "Japan", "Peru", "Kenya", "France", "Mali", "Japan", "Peru", "Kenya"]
     runner = StageRunner(str(tmp_path), "t", LLMConfig(backend="scripted", script=SCRIPT, shard_size=2))
     stage = LLMStage("capital", "smoke.capital", parser=first_line, parsed_schema=ANSWER_SCHEMA, samples=2)
@@ -41,6 +40,41 @@ def test_the_driver_renders_nothing_and_many_blocks_keep_input_order(ray_local, 
     metrics = runner.summaries[-1].metrics
     assert metrics["requests_total"] == 20 and metrics["requests_unique"] == 5  # greedy: samples collapse
     assert metrics["requests_computed"] == 5 and runner.summaries[-1].reconciles
+    again = runner.run(stage, pa.table({"country": countries, "n": list(range(10))}))  # from 3 shards
+    assert again.column("answer").to_pylist() == out.column("answer").to_pylist()
+    assert runner.summaries[-1].metrics["requests_cached"] == 5
 
     choice = runner.run(LLMStage("is_country", "smoke.is_country"), pa.table({"name": countries}))
     assert choice.column("raw_text").to_pylist() == ["Yes" if c in CAPITALS else "No" for c in countries]
+
+
+def test_a_stage_killed_mid_run_keeps_its_written_shards_and_resumes_from_them(ray_local, tmp_path):
+    """The engine dies on its second batch, once the first batch's shard is on disk: that shard
+    stays, the stage is not marked done, and the rerun computes only the other requests."""
+    responses = tmp_path / "t" / "capital" / "responses"
+
+    def dies_after_the_first_shard(v: dict) -> str:
+        import time
+
+        if v["country"] in ("Kenya", "Peru"):  # the second batch (requests go sorted by prompt)
+            deadline = time.time() + 120
+            while not list(responses.glob("shard-*.parquet")) and time.time() < deadline:
+                time.sleep(0.2)
+            raise RuntimeError("engine killed")
+        return CAPITALS[v["country"]]
+
+    stage = LLMStage("capital", "smoke.capital", parser=first_line, parsed_schema=ANSWER_SCHEMA)
+    rows = pa.table({"country": ["Peru", "France", "Kenya", "Japan"]})
+    killed = LLMConfig(
+        backend="scripted", script={"smoke.capital": dies_after_the_first_shard}, batch_size=2, shard_size=2
+    )
+    with pytest.raises(Exception, match="engine killed"):
+        StageRunner(str(tmp_path), "t", killed).run(stage, rows)
+    assert len(list(responses.glob("shard-*.parquet"))) == 1
+    assert not (tmp_path / "t" / "capital" / "_SUCCESS.json").exists()
+
+    rerun = StageRunner(str(tmp_path), "t", LLMConfig(backend="scripted", script=SCRIPT, shard_size=2))
+    out = rerun.run(stage, rows)
+    metrics = rerun.summaries[-1].metrics
+    assert metrics["requests_cached"] == 2 and metrics["requests_computed"] == 2
+    assert out.column("answer").to_pylist() == ["Lima", "Paris", "Nairobi", "Tokyo"]
