@@ -3,10 +3,11 @@ cluster each window of days on the embeddings the article index holds, keep the 
 the window's own days, apply the demo limits (``--limit`` TCEs, ``--max-articles-per-day``).
 
 Memory holds one window's candidates, never the corpus: a day's partition is read once (the
-columns pre-cleaning needs), its kept articles stay (without their text) until their window has
+columns pre-cleaning needs), its kept articles stay as Arrow ids and dates until their window has
 decided them, and each window is clustered in a Ray task that reads its vectors from the index
-(the driver gets one label per candidate back); the text of the TCEs' articles is read again at
-the end, from their days' partitions only. Windows overlap by ``--max-span-days`` + 1 days, so a
+(the driver gets one label per candidate back). Only the clustered candidates become Python rows;
+the noise, nearly every article, is recorded from Arrow. The TCEs' articles are read again at the
+end, from their days' partitions only. Windows overlap by ``--max-span-days`` + 1 days, so a
 TCE that starts in a window's own days ends inside it; the articles such a TCE takes are left out
 of the next window, the others of the overlap are clustered again there.
 
@@ -48,6 +49,7 @@ COLUMNS = [
     "near_duplicate_of",
 ]
 NOT_LISTED = ("no_date", "topic_filter")
+CANDIDATES = pa.schema([pa.field("article_id", pa.string()), pa.field("date", pa.date32())])
 
 
 @dataclass
@@ -81,15 +83,17 @@ def form_tces(config: Config, ledger: Ledger) -> Events:
     cleaner = tce.Precleaner(topic, config.min_chars, config.languages)
     unlisted: dict[str, int] = defaultdict(int)
 
-    def sort_out(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """A day's candidates, without their text (read again for the TCEs' articles only)."""
+    def sort_out(rows: list[dict[str, Any]]) -> pa.Table:
+        """A day's candidates: their ids and dates (the TCEs' articles are read again at the end)."""
         kept, rejects = cleaner.day(rows)
         for article, reason in rejects:
             if reason in NOT_LISTED:
                 unlisted[reason] += 1
             else:
                 ledger.drop(step, reason, unit="article", item_id=article["article_id"])
-        return [{k: v for k, v in a.items() if k != "text"} for a in kept]
+        return pa.Table.from_pylist(
+            [{"article_id": a["article_id"], "date": a["date"]} for a in kept], CANDIDATES
+        )
 
     unlisted["no_date"] += dataset.count_rows(filter=pc.field("published_date").is_null())
     if days:
@@ -97,33 +101,36 @@ def form_tces(config: Config, ledger: Ledger) -> Events:
         ensure_ray(config.llm)
     cluster = ray.remote(_cluster_window)
     windows = tce.windows(days, config.window_days, config.max_span_days + 1)
-    buffered: dict[dt.date, list[dict[str, Any]]] = {}
-    taken: set[str] = set()
+    buffered: dict[dt.date, pa.Table] = {}
+    taken = pa.array([], pa.string())
     remaining = config.limit
     tces: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
-    articles: dict[str, dict[str, Any]] = {}
     clusters = 0
     for window in windows:
         for day in (d for d in days if window.start <= d < window.end and d not in buffered):
             day_filter = pc.field("published_date") == pa.scalar(day, pa.date32())
             buffered[day] = sort_out(dataset.to_table(columns=COLUMNS, filter=day_filter).to_pylist())
-        candidates = sorted(
-            (a for day_kept in buffered.values() for a in day_kept if a["article_id"] not in taken),
-            key=lambda a: a["article_id"],
+        pool = pa.concat_tables([CANDIDATES.empty_table(), *buffered.values()])
+        candidates = pool.filter(pc.invert(pc.is_in(pool["article_id"], value_set=taken))).sort_by(
+            "article_id"
         )
-        labels = ray.get(
-            cluster.remote(
-                config, window, [a["article_id"] for a in candidates], [a["date"] for a in candidates]
-            )
-        )
-        clusters += len({int(x) for x in labels} - {tce.NOISE})
+        labels = ray.get(cluster.remote(config, window, candidates))
+        clustered = labels != tce.NOISE
+        clusters += len(np.unique(labels[clustered]))
+        noise = candidates.filter(pa.array(~clustered))
+        own_noise = noise.filter(pc.less(noise["date"], pa.scalar(window.own_end, pa.date32())))
+        ledger.drop_ids(step, "cluster_noise", unit="article", ids=own_noise["article_id"])
         found, found_rows, rejects = tce.form_tces(
-            candidates, labels, topic.key, config.min_span_days, config.max_span_days
+            candidates.filter(pa.array(clustered)).to_pylist(),
+            labels[clustered],
+            topic.key,
+            config.min_span_days,
+            config.max_span_days,
         )
         own = {t["tce_id"] for t in found if t["start_date"] < window.own_end}
         own_rows = [r for r in found_rows if r["tce_id"] in own]
-        taken = {r["article_id"] for r in own_rows}
+        taken = pa.array(sorted({r["article_id"] for r in own_rows}), pa.string())
         for article, reason in rejects:
             if article["date"] < window.own_end:  # the rest of the overlap goes to the next window
                 ledger.drop(step, reason, unit="article", item_id=article["article_id"])
@@ -133,8 +140,6 @@ def form_tces(config: Config, ledger: Ledger) -> Events:
         for row, reason in limited:
             ledger.drop(step, reason, unit="article", item_id=row["article_id"], parent_id=row["tce_id"])
         ledger.keep(step, len(kept_rows))
-        by_id = {a["article_id"]: a for a in candidates}
-        articles.update((r["article_id"], by_id[r["article_id"]]) for r in kept_rows)
         tces += kept
         rows += kept_rows
         remaining = None if remaining is None else remaining - len(kept)
@@ -148,18 +153,27 @@ def form_tces(config: Config, ledger: Ledger) -> Events:
     step.metrics.update(tces=len(tces), clusters=clusters, windows=len(windows))
     step.notes.append("no_date and topic_filter articles are counted, not listed in rejected")
     ledger.close(step)
-    if articles:  # the kept TCEs' articles in full, from their days' partitions only
-        for row in ArticleIndex(config.root).articles(articles, ["article_id", "text"]).to_pylist():
-            articles[row["article_id"]]["text"] = row["text"]
-    return Events(tces, rows, articles, config.max_article_words)
+    return Events(tces, rows, _tce_articles(config.root, rows), config.max_article_words)
 
 
-def _cluster_window(config: Config, window: tce.Window, ids: list[str], dates: list[dt.date]) -> np.ndarray:
-    """The HDBSCAN labels of one window's candidates, in a Ray worker: the window's vectors and
-    the clustering's working memory (which grows with the articles a window holds) stay out of
-    the driver, which gets one label per candidate back."""
+def _tce_articles(root: str, rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The TCEs' articles in full (with their ``date``), read from their days' partitions only."""
+    date_of = {r["article_id"]: r["date"] for r in rows}
+    if not date_of:
+        return {}
+    found = ArticleIndex(root).articles(date_of, COLUMNS).to_pylist()
+    return {a["article_id"]: {**a, "date": date_of[a["article_id"]]} for a in found}
+
+
+def _cluster_window(config: Config, window: tce.Window, candidates: pa.Table) -> np.ndarray:
+    """The HDBSCAN labels of one window's candidates (``CANDIDATES``), in a Ray worker: the
+    window's vectors and the clustering's working memory (which grows with the articles a window
+    holds) stay out of the driver, which gets one label per candidate back."""
+    ids = candidates["article_id"].to_pylist()
     vectors = _vectors(ArticleIndex(config.root), window, ids)
-    features = tce.cluster_features(vectors, dates, config.time_weight, config.time_scale_days)
+    features = tce.cluster_features(
+        vectors, candidates["date"].to_pylist(), config.time_weight, config.time_scale_days
+    )
     return tce.cluster_labels(features, config.min_cluster_size, config.min_samples)
 
 

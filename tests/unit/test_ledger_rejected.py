@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import tracemalloc
 
+import pyarrow as pa
+
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.ledger import FLUSH_ROWS, Ledger
 from pipelines.llm.stage import StageRunner
@@ -46,3 +48,30 @@ def test_many_rejected_rows_are_held_compactly(tmp_path):
         tracemalloc.stop()
     assert ledger.rejected_table().num_rows == 20_000
     assert peak < 5 * 2**20, f"{peak / 2**20:.1f} MB of Python heap for 20,000 rejected rows"
+
+
+def test_ids_dropped_in_bulk_keep_their_place_and_create_no_python_rows(tmp_path):
+    """``drop_ids`` records 200,000 ids from Arrow between single drops: order, counts and the
+    other columns are as single drops would leave them, and the Python heap stays small."""
+    ledger = _ledger(tmp_path)
+    step = ledger.step("formation")
+    ledger.drop(step, "too_short", unit="article", item_id="first")
+    ids = pa.array([f"article-{i:012d}" for i in range(200_000)])
+    tracemalloc.start()
+    try:
+        ledger.drop_ids(step, "cluster_noise", unit="article", ids=ids)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    ledger.drop(step, "tce_single_date", unit="article", item_id="last")
+    ledger.drop_ids(step, "cluster_noise", unit="article", ids=pa.array([], pa.string()))
+    table = ledger.rejected_table()
+    assert table.column("item_id").to_pylist() == ["first", *ids.to_pylist(), "last"]
+    bulk = table.slice(1, 1).to_pylist()[0]
+    single = table.slice(0, 1).to_pylist()[0]
+    assert bulk == {**single, "reason": "cluster_noise", "item_id": ids[0].as_py()}
+    assert ledger.rejected_counts() == {
+        "formation": {"cluster_noise": 200_000, "too_short": 1, "tce_single_date": 1}
+    }
+    assert step.rows_read == 200_002 and sum(step.rejected.values()) == 200_002
+    assert peak < 2**20, f"{peak / 2**20:.1f} MB of Python heap for 200,000 ids dropped in bulk"
