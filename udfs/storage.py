@@ -232,12 +232,30 @@ def partition_values(dataset: ds.Dataset, column: str) -> set[Any]:
 
 
 def count_rows(uri: str, filter: ds.Expression | None = None) -> int:
-    """Rows of a Parquet table from its file footers (no data is read); 0 when absent. With a
-    ``filter``, the rows that match it: only the filter's columns are read, batch by batch."""
+    """Rows of a Parquet table from its file footers (no data is read), one file at a time: a
+    dataset's own count keeps every fragment's metadata, about 50 KB a file; 0 when absent.
+    With a ``filter``, the rows that match it: only the filter's columns are read, batch by
+    batch. Files and directories named ``_…`` or ``.…`` are not the table's, as for a dataset."""
     fs, path = filesystem(uri)
-    if fs.get_file_info(path).type == pafs.FileType.NotFound:
+    info = fs.get_file_info(path)
+    if info.type == pafs.FileType.NotFound:
         return 0
-    return ds.dataset(path, filesystem=fs, format="parquet", partitioning="hive").count_rows(filter=filter)
+    if filter is not None:
+        return ds.dataset(path, filesystem=fs, format="parquet", partitioning="hive").count_rows(
+            filter=filter
+        )
+    files = (
+        [info]
+        if info.type == pafs.FileType.File
+        else fs.get_file_info(pafs.FileSelector(path, recursive=True))
+    )
+    total = 0
+    for file in files:
+        hidden = any(part[:1] in "._" for part in file.path[len(path) :].split("/") if part)
+        if file.type == pafs.FileType.File and file.path.endswith(".parquet") and not hidden:
+            with fs.open_input_file(file.path) as f:
+                total += pq.read_metadata(f).num_rows
+    return total
 
 
 def mark_done(uri: str, summary: dict[str, Any]) -> None:

@@ -1,12 +1,13 @@
 """The Ray Data steps of one stage run, each from Parquet to Parquet.
 
 input (the driver's table as Parquet, each row with its position) -> ``requests`` (rendered into
-units, kept per batch, and their requests: one per key, prefix-sorted, marked when a shard
-answers it) -> ``answer`` (the pending ones through the backend into durable response shards) ->
-``output`` (units joined with their answers and assembled per block, each row with its position,
-by which the driver orders the rows it reads back: Ray Data does not keep the order of blocks).
-The driver counts rows from Parquet footers and sums two integer columns of the unique requests;
-it builds no Python object per row or request.
+units, kept per batch, and their requests: one per key, marked when a shard answers it) ->
+``answer`` (the pending ones, sorted by prompt text, through the backend into durable response
+shards) -> ``output`` (each (unit, request) pair joined with the newest answer of its key by a
+sort on the key, then assembled per range of positions, each row with its position, by which the
+driver orders the rows it reads back). The cache is consulted by sorting, never by a lookup per
+block, so each shard is read once per step. The driver counts rows from Parquet footers and sums
+two integer columns of the unique requests; it builds no Python object per row or request.
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ RENDER_BATCH = 256
 @contextlib.contextmanager
 def stage_context(partitions: int) -> Iterator[None]:
     """The Ray Data settings of the datasets a stage creates inside: blocks keep their order (the
-    sorted requests reach the engine in order), the request sort makes ``partitions`` ranges
-    (one per input file; Ray's default is 200, whatever the size) and a UDF raises its own
+    sorted requests reach the engine in order), a sort makes ``partitions`` ranges (one per
+    input file; Ray's default is 200, whatever the size) and a UDF raises its own
     exception (a renderer's ValueError, an engine's error), not a Ray wrapper."""
     ctx = ray.data.DataContext.get_current()
     options = ctx.execution_options
