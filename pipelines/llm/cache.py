@@ -125,12 +125,19 @@ def unique_requests(block: pa.Table) -> pa.Table:
     if not len(keys):
         ordered = ordered.append_column(COPIES, pa.array([], pa.int64()))
         return ordered.append_column(CACHED, pa.array([], pa.int8()))
-    first = pa.concat_arrays([pa.array([True]), pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1))])
+    first = _first_of_runs(keys)
     starts = pc.indices_nonzero(first)
     ends = pa.concat_arrays([starts.slice(1), pa.array([len(keys)], pa.uint64())])
     unique = ordered.filter(first).append_column(COPIES, pc.subtract(ends, starts).cast(pa.int64()))
     answered = pc.is_in(unique.column("request_key"), value_set=cached)
     return unique.append_column(CACHED, answered.cast(pa.int8()))
+
+
+def _first_of_runs(keys: pa.Array) -> pa.BooleanArray:
+    """Of sorted ``keys``: true where a run of equal keys starts."""
+    if not len(keys):
+        return pa.array([], pa.bool_())
+    return pa.concat_arrays([pa.array([True]), pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1))])
 
 
 def served(shard_rows: pa.Table) -> pa.Table:
@@ -154,12 +161,7 @@ def attach_answers(block: pa.Table) -> pa.Table:
     answers = block.filter(is_answer)
     newest = pc.sort_indices(answers, [("request_key", "ascending"), (AGE, "descending")])
     answers = answers.take(newest)
-    keys = answers.column("request_key").combine_chunks()
-    if len(keys):
-        first = pa.concat_arrays(
-            [pa.array([True]), pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1))]
-        )
-        answers = answers.filter(first)
+    answers = answers.filter(_first_of_runs(answers.column("request_key").combine_chunks()))
     pairs = block.filter(pc.invert(is_answer))
     found = answers.take(pc.index_in(pairs.column("request_key"), value_set=answers.column("request_key")))
     own = [ROW, SAMPLE, "request_key"]
