@@ -1,7 +1,7 @@
 """Driver memory of every builder and of the evaluation at N and 4N articles: does it grow with
 the corpus, or with the work a run was asked to do?
 
-    python -m bench.scale [--articles 20000] [--seed 0] [--keep ROOT] [--only NAME ...] [--timeout S]
+    python -m bench.scale [--articles 20000] [--repeat 2] [--seed 0] [--keep ROOT] [--only NAME ...] [--timeout S]
 
 Two roots, one per size: a synthetic corpus (``bench.synthetic``) of N and of 4N articles over
 the same three years (so a day, a window, a search hit list hold four times the articles, nothing
@@ -26,10 +26,15 @@ sizes and only the reading around it can grow:
 * evaluation: every benchmark built on the root plus the 3 questions, ``--limit 3`` items per
   benchmark and task, k = 3 documents of 80 words, default modes.
 
-The table lists each run (the ``prepare`` rows are the corpus, inputs and index job: not a
-builder). ``kb_per_extra_article`` = (RSS at 4N − RSS at N) × 1024 / 3N: what one more article
-costs a driver; a run that failed or timed out has null figures and its error in the table. The
-last line printed is one JSON object; everything goes to ``bench/results/scale-<time>.json``.
+Each builder runs ``--repeat`` times (default 2) at each size, each time on fresh outputs (what
+a run wrote is removed before the next, so no run is served by another's cache), and a size's
+figure is its lowest peak: one process's peak varies by ±25 MB between identical runs (thread
+arenas, Ray's start), noise that only adds, so the least of the runs is the best estimate (as
+``timeit`` keeps the best of its runs). The table lists every run (the ``prepare`` rows are the
+corpus, inputs and index job: not a builder). ``kb_per_extra_article`` = (RSS at 4N − RSS at N)
+× 1024 / 3N: what one more article costs a driver; a builder with a failed or timed-out run has
+null figures and the error in the table. The last line printed is one JSON object; everything,
+every run's peak included, goes to ``bench/results/scale-<time>.json``.
 """
 
 from __future__ import annotations
@@ -59,11 +64,11 @@ def log(message: str) -> None:
 
 
 def run_step(
-    step: str, root: str, articles: int, seed: int, logs: Path, timeout: float, *extra: str
+    step: str, root: str, articles: int, seed: int, logs: Path, timeout: float, *extra: str, repeat: int = 0
 ) -> dict[str, Any]:
-    """Run one step (``prepare`` or a builder) in a fresh interpreter; its JSON line, or the
-    error when it has none (crash, timeout)."""
-    name = f"{step}-{articles}"
+    """Run one step (``prepare`` or a builder's ``repeat``-th run) in a fresh interpreter; its
+    JSON line, or the error when it has none (crash, timeout)."""
+    name = f"{step}-{articles}" + (f"-{repeat}" if repeat else "")
     argv = [sys.executable, "-m", "bench.scale_run", step, root, "--articles", str(articles)]
     argv += ["--seed", str(seed), *extra]
     started = time.perf_counter()
@@ -85,7 +90,9 @@ def run_step(
             else f"exit {proc.returncode}: {' '.join(tail)[:300]}"
         )
         result = {"step": step, "rows": None, "unit": None, "error": error, "wall_s": None}
-    result.update(articles=articles, process_s=time.perf_counter() - started, exit=proc.returncode)
+    result.update(
+        articles=articles, repeat=repeat, process_s=time.perf_counter() - started, exit=proc.returncode
+    )
     if result["error"]:
         result["rss_mb"] = None  # never a figure for a run that did not finish
     return result
@@ -115,46 +122,65 @@ def kb_per_article(small: float | None, large: float | None, n: int) -> float | 
 
 
 def summary(runs: list[dict[str, Any]], n: int, builders: list[str]) -> dict[str, Any]:
-    """The last printed line: each builder's peak RSS at both sizes and the growth per article."""
+    """The last printed line: each builder's peak RSS at both sizes (the least of its runs; none
+    when a run failed or there was none) and the growth per article."""
     out: dict[str, Any] = {"articles": [n, 4 * n], "builders": {}}
     for name in builders:
         rss = {}
         for size, key in ((n, "rss_mb_small"), (4 * n, "rss_mb_large")):
-            found = next((r for r in runs if r["step"] == name and r["articles"] == size), None)
-            mb = found and found["rss_mb"]
-            rss[key] = None if mb is None else round(mb, 1)
+            peaks = [r["rss_mb"] for r in runs if r["step"] == name and r["articles"] == size]
+            rss[key] = round(min(peaks), 1) if peaks and None not in peaks else None
         kb = kb_per_article(rss["rss_mb_small"], rss["rss_mb_large"], n)
         out["builders"][name] = {**rss, "kb_per_extra_article": kb}
     return out
 
 
 def table(runs: list[dict[str, Any]]) -> str:
-    rows = [f"{'builder':<14}{'articles':>10}{'driver peak RSS MB':>20}{'wall s':>9}  outcome"]
+    rows = [f"{'builder':<14}{'articles':>10}{'run':>5}{'driver peak RSS MB':>20}{'wall s':>9}  outcome"]
     for r in runs:
         rss = "-" if r["rss_mb"] is None else f"{r['rss_mb']:.0f}"
         wall = r["wall_s"] if r["wall_s"] is not None else r["process_s"]
-        rows.append(f"{r['step']:<14}{r['articles']:>10,}{rss:>20}{wall:>9.1f}  {outcome(r)}")
+        rows.append(
+            f"{r['step']:<14}{r['articles']:>10,}{r['repeat'] + 1:>5}{rss:>20}{wall:>9.1f}  {outcome(r)}"
+        )
     return "\n".join(rows)
 
 
-def bench(n: int, seed: int, work: Path, builders: list[str], timeout: float, keep: bool) -> list[dict]:
-    """Prepare each root and run the builders on it, one process at a time."""
+def outputs(root: Path) -> set[Path]:
+    """What a root holds, two levels deep: a builder's runs add ``<name>/`` (its stages),
+    ``benchmarks/<name>/`` or ``eval/``."""
+    return {p for top in root.iterdir() for p in (top, *(top.iterdir() if top.is_dir() else ()))}
+
+
+def bench(
+    n: int, seed: int, work: Path, builders: list[str], timeout: float, keep: bool, repeat: int
+) -> list[dict]:
+    """Prepare each root and run each builder on it ``repeat`` times, one process at a time; the
+    outputs of a builder's run are removed before its next run (its last run's stay: the
+    evaluation reads the benchmarks)."""
     runs = []
     logs = work / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     for size in (n, 4 * n):
-        root = str(work / f"n{size}")
-        for step in ("prepare", *builders):
-            log(f"[{dt.datetime.now():%H:%M:%S}] {step} at {size:,} articles: start")
+        root = work / f"n{size}"
+        for step, i in [("prepare", 0)] + [(b, i) for b in builders for i in range(repeat)]:
+            log(f"[{dt.datetime.now():%H:%M:%S}] {step} at {size:,} articles, run {i + 1}: start")
             extra = () if step != "prepare" or SEARCHING & set(builders) else ("--no-index",)
-            r = run_step(step, root, size, seed, logs, timeout, *extra)
+            before = outputs(root) if step != "prepare" else set()
+            r = run_step(step, str(root), size, seed, logs, timeout, *extra, repeat=i)
             rss = "-" if r["rss_mb"] is None else f"{r['rss_mb']:.0f} MB"
             log(
-                f"[{dt.datetime.now():%H:%M:%S}] {step} at {size:,} articles: end, {r['process_s']:.0f} s, {rss}, {outcome(r)}"
+                f"[{dt.datetime.now():%H:%M:%S}] {step} at {size:,} articles, run {i + 1}: end, {r['process_s']:.0f} s, {rss}, {outcome(r)}"
             )
             runs.append(r)
             if step == "prepare" and r["error"]:
                 break  # no root to build on
+            if step != "prepare" and i < repeat - 1:
+                for path in sorted(outputs(root) - before, reverse=True):  # children first
+                    if path.is_dir():
+                        shutil.rmtree(path)
+                    else:
+                        path.unlink()
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
     return runs
@@ -163,11 +189,16 @@ def bench(n: int, seed: int, work: Path, builders: list[str], timeout: float, ke
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__.split("\n\n")[0])
     p.add_argument("--articles", type=int, default=20_000, help="N: the small corpus (the large one is 4N)")
+    p.add_argument(
+        "--repeat", type=int, default=2, help="runs of each builder at each size (its least peak counts)"
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the corpora and the inputs")
     p.add_argument("--keep", metavar="ROOT", help="build the two roots (and logs) under ROOT and keep them")
     p.add_argument("--only", action="append", choices=BUILDERS, help="run only this builder (repeatable)")
     p.add_argument("--timeout", type=float, default=1200, help="seconds a run may take before it is ended")
     args = p.parse_args(argv)
+    if args.repeat < 1:
+        p.error("--repeat must be at least 1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     builders = [b for b in BUILDERS if not args.only or b in args.only]
     result: dict[str, Any] = {
@@ -178,10 +209,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     started = time.perf_counter()
     if args.keep:
         work = Path(args.keep)
-        runs = bench(args.articles, args.seed, work, builders, args.timeout, keep=True)
+        runs = bench(args.articles, args.seed, work, builders, args.timeout, True, args.repeat)
     else:
         with tempfile.TemporaryDirectory(prefix="augury-bench-scale-") as tmp:
-            runs = bench(args.articles, args.seed, Path(tmp), builders, args.timeout, keep=False)
+            runs = bench(args.articles, args.seed, Path(tmp), builders, args.timeout, False, args.repeat)
     result.update(total_s=time.perf_counter() - started, load_after=os.getloadavg(), runs=runs)
     line = summary(runs, args.articles, builders)
     result["summary"] = line

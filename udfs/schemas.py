@@ -7,6 +7,8 @@ with exactly these types. Timestamps are UTC microseconds; dates are ``date32``.
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -34,8 +36,34 @@ class TableSpec:
         return storage.read_table(self.uri(root), self.schema, self.partition_cols, **kwargs)
 
     def dataset(self, root: str) -> ds.Dataset:
-        """The table as a dataset listed once, for reads of one partition at a time."""
+        """The table as a dataset listed once: its partitions, counts and whole-table scans."""
         return storage.open_dataset(self.uri(root), self.schema, self.partition_cols)
+
+    def read_partition(
+        self,
+        root: str,
+        value: dt.date | str,
+        columns: Sequence[str] | None = None,
+        filter: ds.Expression | None = None,
+    ) -> pa.Table:
+        """The rows of one partition (``value`` of the table's one partition column) that match
+        ``filter``, read from that partition's own directory, the partition column included when
+        ``columns`` asks for it. One dataset reused for a loop over partitions keeps the metadata
+        of every file it has read (about 70 KB a file: +70 MB over three years of days); this
+        reads one day's files and forgets them."""
+        (column,) = self.partition_cols
+        names = list(columns) if columns is not None else self.schema.names
+        key = value.isoformat() if isinstance(value, dt.date) else value
+        table = storage.read_table(
+            storage.join(self.uri(root), f"{column}={key}"),
+            self.file_schema,
+            columns=[c for c in names if c != column],
+            filter=filter,
+        )
+        if column in names:
+            field = self.schema.field(column)
+            table = table.append_column(field, pa.repeat(pa.scalar(value, field.type), table.num_rows))
+        return table.select(names)
 
     @property
     def file_schema(self) -> pa.Schema:

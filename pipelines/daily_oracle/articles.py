@@ -12,9 +12,6 @@ import logging
 from collections import Counter
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from pipelines.daily_oracle.config import Config
 from pipelines.llm.ledger import Ledger
 from udfs import storage
@@ -37,11 +34,10 @@ def select_articles(
     """Pre-filter and pick every day of ``days``, reading one day's partition at a time (memory
     holds one day's articles and the picks so far, never the corpus); returns the picked articles
     and each day's pre-filter counts (``articles``, ``eligible``, ``dropped_by_reason``)."""
-    dataset = ARTICLES.dataset(config.root)
     picked: list[Article] = []
     prefiltered: dict[dt.date, dict[str, Any]] = {}
     for day in days:
-        rows = dataset.to_table(filter=pc.field("published_date") == pa.scalar(day, pa.date32())).to_pylist()
+        rows = ARTICLES.read_partition(config.root, day).to_pylist()
         check_same_day([r for r in rows if r.get("published_at") is not None], day)
         kept, dropped = prefilter(rows, config.publishers)
         prefiltered[day] = {

@@ -269,15 +269,7 @@ class ArticleIndex:
         if len(found) < len(wanted):
             days.append(UNDATED)
         ours = pc.field("article_id").isin(wanted)
-        parts = [
-            storage.read_table(
-                storage.join(ARTICLES.uri(self.root), f"published_date={day}"),
-                ARTICLES.file_schema,
-                columns=columns,
-                filter=ours,
-            )
-            for day in days
-        ]
+        parts = [ARTICLES.read_partition(self.root, day, columns, ours) for day in days]
         return pa.concat_tables(parts)
 
     async def _fetch(self, query: str, vector: Any, where: str, k: int, text: bool) -> list[dict[str, Any]]:

@@ -18,11 +18,16 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import tempfile
+from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 from pipelines.llm.stage import LLMStage, StageRunner
 from udfs import storage
@@ -46,6 +51,7 @@ REJECTED_SCHEMA = pa.schema(
 DETAIL_CHARS = 500
 RAW_CHARS = 4000
 FLUSH_ROWS = 1_000  # rejected rows kept as Python dicts before they become one Arrow table
+SPILL_ROWS = 50_000  # rejected rows kept as Arrow tables before they go to a local spill file
 
 
 def failure_reason(row: dict[str, Any]) -> str:
@@ -62,13 +68,17 @@ class Ledger:
         self.runner = runner
         self.name = runner.namespace
         self.summaries: list[RunSummary] = []
+        self._counts: Counter[tuple[str, str]] = Counter()  # rejected rows by (stage, reason)
         self._pending: list[dict[str, Any]] = []  # the newest rejected rows
-        self._parts: list[pa.Table] = []  # the older ones, compact
+        self._parts: list[pa.Table] = []  # older ones, compact
+        self._spilled: list[Path] = []  # the oldest, in local Parquet files
+        self._spill_dir: tempfile.TemporaryDirectory | None = None
 
     def _reject(self, row: dict[str, Any]) -> None:
-        """Record one rejected row. Rows are held as Arrow tables, a thousand at a time: a step
-        that rejects nearly every article of a corpus (TCE formation's noise) costs its driver
-        about a tenth of what one dict per row would."""
+        """Record one rejected row. Rows become Arrow tables a thousand at a time and go to a
+        local spill file fifty thousand at a time: a step that rejects nearly every article of a
+        corpus (TCE formation's noise) holds a bounded number of them in its driver."""
+        self._counts[row["stage"], row["reason"]] += 1
         self._pending.append(row)
         if len(self._pending) >= FLUSH_ROWS:
             self._flush()
@@ -76,8 +86,28 @@ class Ledger:
     def _flush(self) -> None:
         """The pending rows become one Arrow table."""
         if self._pending:
-            self._parts.append(pa.Table.from_pylist(self._pending, schema=REJECTED_SCHEMA))
+            self._add(pa.Table.from_pylist(self._pending, schema=REJECTED_SCHEMA))
             self._pending = []
+
+    def _add(self, part: pa.Table) -> None:
+        """Hold a part; once the parts held reach ``SPILL_ROWS`` rows, write them to a spill file."""
+        self._parts.append(part)
+        if sum(p.num_rows for p in self._parts) >= SPILL_ROWS:
+            if self._spill_dir is None:
+                self._spill_dir = tempfile.TemporaryDirectory(prefix=f"augury-{self.name}-rejected-")
+            path = Path(self._spill_dir.name) / f"{len(self._spilled):06d}.parquet"
+            pq.write_table(pa.concat_tables(self._parts), path)
+            self._spilled.append(path)
+            self._parts = []
+
+    def _batches(self):
+        """Every rejected row so far as record batches, in the order recorded (a spill file's rows
+        are read a row group at a time)."""
+        self._flush()  # first: it may spill
+        for path in self._spilled:
+            yield from pq.ParquetFile(path).iter_batches()
+        for part in self._parts:
+            yield from part.to_batches()
 
     # ---------------------------------------------------------------- builder steps
     def inputs(self, *specs, any_of: bool = False, optional: Sequence = ()) -> list:
@@ -153,8 +183,10 @@ class Ledger:
         summary.rows_read += len(ids)
         summary.reject(reason, len(ids))
         n = len(ids)
+        stage = summary.name.split("/", 1)[-1]
+        self._counts[stage, reason] += n
         columns = {
-            "stage": pa.repeat(summary.name.split("/", 1)[-1], n),
+            "stage": pa.repeat(stage, n),
             "reason": pa.repeat(reason, n),
             "unit": pa.repeat(unit, n),
             "item_id": ids.cast(pa.string()),
@@ -164,7 +196,7 @@ class Ledger:
             [columns.get(f.name, pa.nulls(n, f.type)) for f in REJECTED_SCHEMA], schema=REJECTED_SCHEMA
         )
         self._flush()
-        self._parts.append(table)
+        self._add(table)
 
     def close(self, summary: RunSummary) -> RunSummary:
         """Finish a step's summary; its counts must reconcile."""
@@ -217,23 +249,31 @@ class Ledger:
 
     # ---------------------------------------------------------------- outputs
     def rejected_table(self) -> pa.Table:
-        """Every rejected row so far, in the order recorded."""
-        pending = pa.Table.from_pylist(self._pending, schema=REJECTED_SCHEMA)
-        return pa.concat_tables([*self._parts, pending])
+        """Every rejected row so far, in the order recorded, as one table: for builders whose
+        rejects their own work bounds (Daily Oracle writes them with its days' partitions).
+        A builder whose rejects grow with the corpus writes them with ``write_rejected``."""
+        return pa.Table.from_batches(list(self._batches()), REJECTED_SCHEMA)
 
     def rejected_counts(self) -> dict[str, dict[str, int]]:
         """Rejected rows per stage and reason, stages and reasons sorted."""
-        counts = self.rejected_table().group_by(["stage", "reason"]).aggregate([([], "count_all")])
         out: dict[str, dict[str, int]] = {}
-        for row in counts.sort_by([("stage", "ascending"), ("reason", "ascending")]).to_pylist():
-            out.setdefault(row["stage"], {})[row["reason"]] = row["count_all"]
+        for (stage, reason), n in sorted(self._counts.items()):
+            out.setdefault(stage, {})[reason] = n
         return out
 
-    def write_rejected(self, partition_cols: Sequence[str] = (), replace: str = "all") -> pa.Table:
-        """Write ``benchmarks/<name>/rejected`` and return it."""
-        table = self.rejected_table()
-        storage.write_dataset(table, self.uri(), partition_cols, replace=replace)
-        return table
+    def write_rejected(self) -> int:
+        """Write ``benchmarks/<name>/rejected`` (replacing it) as one Parquet file streamed from the
+        spill files and the rows held, never the whole table at once; returns its rows."""
+        fs, path = storage.filesystem(self.uri())
+        if fs.get_file_info(path).type != pafs.FileType.NotFound:
+            fs.delete_dir(path)
+        fs.create_dir(path, recursive=True)
+        rows = 0
+        with pq.ParquetWriter(f"{path}/part-00000.parquet", REJECTED_SCHEMA, filesystem=fs) as writer:
+            for batch in self._batches():
+                writer.write_batch(batch)
+                rows += batch.num_rows
+        return rows
 
     def uri(self) -> str:
         return Layout(self.runner.root).benchmark(self.name, "rejected")

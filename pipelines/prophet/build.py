@@ -100,20 +100,21 @@ def run(config: Config) -> Result:
     ledger.check()
     for name, table in tables.items():
         write_benchmark_table(config.root, NAME, name, table, ("split",) if name == "questions" else ())
-    tables["rejected"] = ledger.write_rejected()
+    ledger.write_rejected()
     card = None
     if not config.evidence_only:
         tables["eval_items"] = write_eval_items(config.root, NAME, eval_items(out_rows, evidence))
-        card = write_card(config.root, NAME, runner, counts(tables, skipped, corpus), config)
+        card = write_card(config.root, NAME, runner, counts(tables, skipped, corpus, ledger), config)
     print(ledger.table())
     return Result(tables, ledger.summaries, card)
 
 
-def counts(tables: dict[str, pa.Table], skipped: dict[str, int], corpus: Corpus) -> dict[str, Any]:
+def counts(
+    tables: dict[str, pa.Table], skipped: dict[str, int], corpus: Corpus, ledger: Ledger
+) -> dict[str, Any]:
     """The dataset card's counts."""
     questions = tables["questions"].to_pylist()
     cil = tables["cil"].to_pylist()
-    rejected = tables["rejected"].to_pylist()
     return {
         "questions": len(questions),
         "questions_by_split": dict(sorted(Counter(q["split"] for q in questions).items())),
@@ -125,8 +126,10 @@ def counts(tables: dict[str, pa.Table], skipped: dict[str, int], corpus: Corpus)
         "cil_rows": len(cil),
         "cil_failed": sum(1 for r in cil if r["status"] != "ok"),
         "cil_truncated_windows": sum(1 for r in cil if r["truncated"]),
-        "rejected_by_stage_and_reason": dict(
-            sorted(Counter(f"{d['stage']}: {d['reason']}" for d in rejected).items())
-        ),
+        "rejected_by_stage_and_reason": {
+            f"{stage}: {reason}": n
+            for stage, reasons in ledger.rejected_counts().items()
+            for reason, n in reasons.items()
+        },
         "llm_requests": sum(q["llm_requests"] for q in questions),
     }

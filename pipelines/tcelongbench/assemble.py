@@ -62,7 +62,8 @@ def write_outputs(
     questions: list[dict[str, Any]],
 ) -> tuple[dict[str, pa.Table], dict[str, Any]]:
     """Split, assemble and write every table under ``benchmarks/tcelongbench/``; returns the
-    tables by name (``eval_items`` and ``rejected`` included) and the dataset card."""
+    tables by name (``eval_items`` included; ``rejected``, one row per article formation left
+    out, is streamed to disk: ``read_rejected``) and the dataset card."""
     splits = finalize.assign_splits([t["tce_id"] for t in events.tces], config.split_ratios)
     tables, items = assemble(
         events.tces, events.rows, day_summaries, key_points, questions, splits, config.seed
@@ -71,9 +72,9 @@ def write_outputs(
         partition = ("split",) if name.startswith("qa_") else ()
         write_benchmark_table(config.root, NAME, name, table, partition)
     tables["eval_items"] = write_eval_items(config.root, NAME, items)
-    tables["rejected"] = ledger.write_rejected()
     counts = {name: t.num_rows for name, t in tables.items()} | {
-        "rejected_by_stage": {s: sum(c.values()) for s, c in ledger.rejected_counts().items()}
+        "rejected": ledger.write_rejected(),
+        "rejected_by_stage": {s: sum(c.values()) for s, c in ledger.rejected_counts().items()},
     }
     card = write_card(config.root, NAME, ledger.runner, counts, config)
     return tables, card

@@ -77,7 +77,7 @@ class Events:
 def form_tces(config: Config, ledger: Ledger) -> Events:
     """The TCEs of the articles under the root, with one rejected row per candidate left out."""
     step = ledger.step("tce_formation")
-    dataset = ARTICLES.dataset(config.root)
+    dataset = ARTICLES.dataset(config.root)  # partitions and counts; days are read on their own
     days = sorted(storage.partition_values(dataset, "published_date"))
     topic = tce.TopicFilter(config.topic_keywords, config.topic_hosts)
     cleaner = tce.Precleaner(topic, config.min_chars, config.languages)
@@ -109,8 +109,7 @@ def form_tces(config: Config, ledger: Ledger) -> Events:
     clusters = 0
     for window in windows:
         for day in (d for d in days if window.start <= d < window.end and d not in buffered):
-            day_filter = pc.field("published_date") == pa.scalar(day, pa.date32())
-            buffered[day] = sort_out(dataset.to_table(columns=COLUMNS, filter=day_filter).to_pylist())
+            buffered[day] = sort_out(ARTICLES.read_partition(config.root, day, COLUMNS).to_pylist())
         pool = pa.concat_tables([CANDIDATES.empty_table(), *buffered.values()])
         candidates = pool.filter(pc.invert(pc.is_in(pool["article_id"], value_set=taken))).sort_by(
             "article_id"

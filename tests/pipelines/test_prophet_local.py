@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.llm.config import LLMConfig
+from pipelines.llm.ledger import read_rejected
 from pipelines.llm.stage import StageRunner
 from pipelines.prophet.build import run
 from pipelines.prophet.config import Config
@@ -74,7 +75,7 @@ def test_logprob_build_on_real_questions_and_articles(ray_local, root_with_corpu
         assert e["published_at"] < cutoff
     assert all(e["rank"] <= 4 and 2 <= e["rating"] <= 6 for e in evidence)
 
-    rejected = t["rejected"].to_pylist()
+    rejected = read_rejected(root_with_corpus, "prophet").to_pylist()
     assert all(d["reason"] and d["stage"] for d in rejected)
     by_stage = {s.name.removeprefix("prophet/"): s for s in result.summaries}
     for stage in ("query_entities", "query_steps", "query_similar", "relevance", "joint", "conditional"):

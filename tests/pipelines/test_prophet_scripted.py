@@ -16,6 +16,7 @@ import json
 import math
 import re
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
@@ -295,9 +296,13 @@ def check_outputs(result, root: str, answers: dict[str, int], dates: dict[str, d
     for e in evidence:
         assert e["published_at"] < dt.datetime.combine(dates[e["question_id"]], MIDNIGHT)
     assert "id-LATE0" not in {e["article_id"] for e in evidence}
-    assert t["rejected"].schema == REJECTED_SCHEMA
-    assert read_rejected(root, "prophet").num_rows == t["rejected"].num_rows
-    rejected = t["rejected"].to_pylist()
+    assert "rejected" not in t  # streamed to disk, never returned whole
+    written = read_rejected(root, "prophet")
+    assert written.schema == REJECTED_SCHEMA
+    rejected = written.to_pylist()
+    assert result.card["counts"]["rejected_by_stage_and_reason"] == dict(
+        Counter(f"{d['stage']}: {d['reason']}" for d in rejected)
+    )
     reasons = {(d["stage"], d["reason"]) for d in rejected}
     assert ("selection", "rating_1") in reasons
     # the articles no search can return are counted by the corpus step, not listed one row each
@@ -394,7 +399,7 @@ def test_logprob_build_matches_direct_evaluation_and_the_formulas(built):
     check_outputs(result, root, ANSWERS, DATES)
     queries = result.tables["queries"].to_pylist()
     assert {q["query_type"] for q in queries} == {"entities", "similar"}  # placeholders never searched
-    rejected = result.tables["rejected"].to_pylist()
+    rejected = read_rejected(root, "prophet").to_pylist()
     query_failures = [d for d in rejected if d["stage"].startswith("query_")]
     assert {d["stage"] for d in query_failures} == {"query_steps", "query_steps_retry1"}
     assert all(d["reason"] == "parse_error" and d["unit"] == "question" for d in query_failures)
@@ -433,7 +438,7 @@ def test_verbalized_paper_layout_retries_failed_parses(built, tmp_path):
     assert first.rows_read == 2 * retry.rows_read  # r = 2 samples; the first of each pair failed
     assert first.rows_rejected == retry.rows_read and retry.rows_rejected == 0
     assert "prophet/conditional_retry2" not in names
-    failures = [d for d in result.tables["rejected"].to_pylist() if d["unit"] == "conditional_term"]
+    failures = [d for d in read_rejected(root, "prophet").to_pylist() if d["unit"] == "conditional_term"]
     assert len(failures) == retry.rows_read
     assert all(d["stage"] == "conditional" and d["reason"] == "parse_error" for d in failures)
     assert all(d["item_id"] and d["parent_id"] for d in failures)

@@ -18,7 +18,7 @@ from pipelines.tcelongbench.formation import form_tces
 from tests.pipelines.test_tcelongbench_pipeline import DEMO, write_reportedly_articles
 from udfs import storage
 from udfs.cli import InputError
-from udfs.schemas import ARTICLES
+from udfs.schemas import ARTICLES, TableSpec
 from udfs.tcelongbench import tce
 
 pytestmark = [pytest.mark.ray]
@@ -37,31 +37,17 @@ def _form(config: Config):
     return events, step, ledger.rejected_table().to_pylist()
 
 
-class _RecordingDataset:
-    """A dataset that records the publication days each read returned."""
-
-    def __init__(self, dataset):
-        self.dataset, self.reads = dataset, []
-
-    def to_table(self, **kwargs):
-        table = self.dataset.to_table(**kwargs)
-        if "published_at" in table.column_names:  # the corpus scan (not the final text reads)
-            self.reads.append(sorted(set(table.column("published_at").cast("date32").to_pylist()), key=str))
-        return table
-
-    def __getattr__(self, name):
-        return getattr(self.dataset, name)
-
-
 def test_short_windows_decide_every_article_once_inside_the_span_bounds(indexed, monkeypatch):
     root, n_articles = indexed
-    recorded, open_dataset = [], storage.open_dataset
+    reads, read_partition = [], TableSpec.read_partition
 
-    def recording(*args):
-        recorded.append(_RecordingDataset(open_dataset(*args)))
-        return recorded[-1]
+    def recording(spec, root, value, columns=None, filter=None):
+        """Record the publication days of each partition read of the corpus."""
+        table = read_partition(spec, root, value, columns, filter)
+        reads.append((value, set(table.column("published_at").cast("date32").to_pylist())))
+        return table
 
-    monkeypatch.setattr(storage, "open_dataset", recording)
+    monkeypatch.setattr(TableSpec, "read_partition", recording)
     config = Config(root=root, **{**DEMO, "min_span_days": 1, "max_span_days": 4, "window_days": 9})
     events, step, rejected = _form(config)
 
@@ -71,9 +57,9 @@ def test_short_windows_decide_every_article_once_inside_the_span_bounds(indexed,
     assert Counter(r["item_id"] for r in rejected).most_common(1)[0][1] == 1
     assert not {r["article_id"] for r in events.rows} & {r["item_id"] for r in rejected}
     assert events.tces and all(1 <= t["span_days"] <= 4 and t["n"] >= 2 for t in events.tces)
-    reads = recorded[0].reads  # one read per day, each day read once (the undated are counted)
-    assert reads and all(len(days) == 1 for days in reads)
-    assert len(reads) == len({d for days in reads for d in days})
+    # one read per day, of that day only, each day read once (the undated are counted, not read)
+    assert reads and all(days == {day} for day, days in reads)
+    assert len(reads) == len({day for day, _ in reads})
 
 
 def test_one_window_over_the_whole_month_is_the_default(indexed):

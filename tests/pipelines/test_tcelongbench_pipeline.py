@@ -139,7 +139,7 @@ def test_scripted_build_counts_reconcile(scripted_build):
     tables = result.tables
     assert tables["tce"].num_rows >= 1
     assert formation.rows_written == tables["tce_article"].num_rows
-    rejected = tables["rejected"].to_pylist()
+    rejected = read_rejected(config.root, "tcelongbench").to_pylist()
     assert all(r["reason"] for r in rejected)
     # every article is either in a TCE or rejected with a reason
     formation_rejects = [r for r in rejected if r["stage"] == "tce_formation"]
@@ -150,9 +150,11 @@ def test_scripted_build_counts_reconcile(scripted_build):
 
 def test_scripted_rejected_rows_are_under_benchmarks_in_the_one_schema(scripted_build):
     _, config, result = scripted_build
+    assert "rejected" not in result.tables  # streamed to disk, never returned whole
     written = read_rejected(config.root, "tcelongbench")
     assert written.num_rows > 0 and written.schema == REJECTED_SCHEMA
-    assert written.num_rows == result.tables["rejected"].num_rows
+    card = storage.read_json(storage.join(config.root, "benchmarks", "tcelongbench", "dataset_card.json"))
+    assert written.num_rows == card["counts"]["rejected"] == sum(card["counts"]["rejected_by_stage"].values())
     assert not storage.exists(storage.join(config.root, "tcelongbench", "rejected"))
     rows = written.to_pylist()
     formation = [r for r in rows if r["stage"] == "tce_formation"]
@@ -282,7 +284,7 @@ def test_real_model_build_completes_every_stage(tmp_path, shared_data, ray_local
     assert set(LLM_STAGES) <= set(by_name)
     assert all(s.reconciles for s in result.summaries)
     assert by_name["article_summary"].rows_read == 3
-    rejected = result.tables["rejected"].to_pylist()
+    rejected = read_rejected(root, "tcelongbench").to_pylist()
     for stage in LLM_STAGES:
         llm_rejects = [r for r in rejected if r["stage"] == stage]
         assert len(llm_rejects) == by_name[stage].rows_rejected

@@ -24,7 +24,7 @@ from udfs.daily_oracle.selection import Pick
 from udfs.daily_oracle.units import Article, Question, Rejection
 from udfs.layout import Layout
 from udfs.llm_rows import RESPONSE_SCHEMA
-from udfs.schemas import ARTICLES
+from udfs.schemas import ARTICLES, TableSpec
 
 D1, D2 = dt.date(2022, 9, 15), dt.date(2022, 9, 16)
 
@@ -133,8 +133,18 @@ def test_articles_are_read_one_day_at_a_time_and_days_come_from_partition_names(
     assert corpus_days(root) == [D1, D2, d3]
     assert recorded[0].reads == []  # the days come from directory names: no row read
 
+    monkeypatch.setattr(storage, "open_dataset", open_dataset)
+    reads, read_partition = [], TableSpec.read_partition
+
+    def recording_days(spec, root, value, columns=None, filter=None):
+        table = read_partition(spec, root, value, columns, filter)
+        reads.append((value, set(table.column("published_date").to_pylist())))
+        return table
+
+    monkeypatch.setattr(TableSpec, "read_partition", recording_days)
     _, prefiltered = select_articles(_config(root, D1, D2, d3), [D1, d3, D2])
-    assert recorded[-1].reads == [{D1}, {d3}, {D2}]  # one read per day, each of that day only
+    # one read per day, of that day's own partition, each row of that day
+    assert reads == [(D1, {D1}), (d3, {d3}), (D2, {D2})]
     assert {day: c["articles"] for day, c in prefiltered.items()} == {D1: 2, d3: 3, D2: 1}
 
 

@@ -1,15 +1,19 @@
 """The ledger's rejected rows: order and counts kept, and a step that rejects nearly every article
-of a corpus does not hold one Python dict per row."""
+of a corpus holds neither one Python dict per row nor, past ``SPILL_ROWS``, the rows at all."""
 
 from __future__ import annotations
 
+import tempfile
 import tracemalloc
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+import pipelines.llm.ledger as ledger_module
 from pipelines.llm.config import LLMConfig
-from pipelines.llm.ledger import FLUSH_ROWS, Ledger
+from pipelines.llm.ledger import FLUSH_ROWS, REJECTED_SCHEMA, Ledger, read_rejected
 from pipelines.llm.stage import StageRunner
+from udfs import storage
 
 
 def _ledger(tmp_path) -> Ledger:
@@ -75,3 +79,43 @@ def test_ids_dropped_in_bulk_keep_their_place_and_create_no_python_rows(tmp_path
     }
     assert step.rows_read == 200_002 and sum(step.rejected.values()) == 200_002
     assert peak < 2**20, f"{peak / 2**20:.1f} MB of Python heap for 200,000 ids dropped in bulk"
+
+
+def test_rows_past_the_spill_size_go_to_disk_and_come_back_in_order(tmp_path, monkeypatch):
+    monkeypatch.setattr(ledger_module, "SPILL_ROWS", 2_500)
+    (tmp_path / "spill").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "spill"))
+    ledger = _ledger(tmp_path)
+    step = ledger.step("formation")
+    expected = []
+    for window in range(4):
+        ids = [f"w{window}-{i:05d}" for i in range(1_700)]
+        ledger.drop_ids(step, "cluster_noise", unit="article", ids=pa.array(ids))
+        ledger.drop(step, "tce_single_date", unit="article", item_id=f"w{window}-single")
+        expected += [*ids, f"w{window}-single"]
+    assert len(list((tmp_path / "spill").glob("*/*.parquet"))) == 2  # 4 × 1,701 rows: two spills
+    assert ledger.rejected_table().column("item_id").to_pylist() == expected
+    assert ledger.write_rejected() == len(expected)
+    written = read_rejected(str(tmp_path), "bench")
+    assert written.schema == REJECTED_SCHEMA
+    assert written.column("item_id").to_pylist() == expected
+    assert ledger.rejected_counts() == {"formation": {"cluster_noise": 6_800, "tce_single_date": 4}}
+    assert ledger.write_rejected() == len(expected)  # a second write replaces the first
+    assert read_rejected(str(tmp_path), "bench").num_rows == len(expected)
+
+
+def test_a_corpus_of_rejected_articles_is_not_held_in_memory(tmp_path):
+    """400,000 articles dropped window by window: held as Arrow they took ~36 MB of the driver;
+    spilled, the driver holds at most ``SPILL_ROWS`` of them (Arrow's own count of the bytes it
+    has allocated, which RSS would blur with the heap's high-water mark)."""
+    ledger = _ledger(tmp_path)
+    step = ledger.step("formation")
+    first = pa.array([f"article-000-{i:012d}" for i in range(20_000)])
+    before = pa.total_allocated_bytes()
+    for window in range(20):
+        ids = pc.utf8_replace_slice(first, 8, 11, f"{window:03d}")
+        ledger.drop_ids(step, "cluster_noise", unit="article", ids=ids)
+    held = (pa.total_allocated_bytes() - before) / 2**20
+    assert held < 8, f"400,000 rejected rows hold {held:.0f} MB of Arrow memory"
+    assert ledger.write_rejected() == 400_000
+    assert storage.count_rows(ledger.uri()) == 400_000

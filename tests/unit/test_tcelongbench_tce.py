@@ -37,13 +37,17 @@ def test_preclean_gives_every_dropped_article_one_reason():
         article(7, 4, title="Title 1"),  # same title, another day: kept
         article(8, 4, near_duplicate_of="a01"),
         article(9, 5, text="nothing about the topic " * 40),
+        article(10, 5, title="Title 10", canonical_url="https://example.org/7"),  # a07's, a day later
+        article(11, 5, title="Title 11", canonical_url="https://example.org/12"),
+        article(12, 5, title="Title 12"),  # a11's URL, the same day, a later id
     ]
     cleaner = tce.Precleaner(tce.TopicFilter(keywords=("x",)), min_chars=500, languages=("en",))
     kept, rejected = [], []
     for day in (None, 3, 4, 5):  # the undated partition, then the days in order
         day_kept, day_rejected = cleaner.day([a for a in rows if (a["published_at"] or D0).day == (day or 1)])
         kept, rejected = kept + day_kept, rejected + day_rejected
-    assert [a["article_id"] for a in kept] == ["a01", "a07"]
+    assert [a["article_id"] for a in kept] == ["a01", "a07", "a11"]
+    assert cleaner.seen_urls.dtype == np.int64 and len(cleaner.seen_urls) == 3  # 8 bytes a kept URL
     assert kept[0]["date"] == dt.date(2015, 9, 3)
     assert {a["article_id"]: r for a, r in rejected} == {
         "a02": "no_date",
@@ -53,6 +57,8 @@ def test_preclean_gives_every_dropped_article_one_reason():
         "a06": "duplicate_title",
         "a08": "near_duplicate",
         "a09": "topic_filter",
+        "a10": "duplicate_url",
+        "a12": "duplicate_url",
     }
 
 

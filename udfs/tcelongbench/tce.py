@@ -65,11 +65,12 @@ class Precleaner:
     """Pre-cleaning, one publication day at a time in day order: a day's articles split into the
     ones to cluster (with a ``date`` field) and ``(article, reason)`` rejects. The first article in
     ``(published_at, article_id)`` order wins among duplicates: a canonical URL seen on any earlier
-    day (the URLs are kept as hashes, not strings), a title seen on the same day."""
+    day or earlier the same day, a title seen on the same day. The earlier days' URLs are one
+    sorted array of 64-bit hashes: 8 bytes a kept article, where a set of Python ints took ~70."""
 
     def __init__(self, topic: TopicFilter, min_chars: int, languages: Sequence[str]):
         self.topic, self.min_chars, self.languages = topic, min_chars, languages
-        self.seen_urls: set[int] = set()
+        self.seen_urls = np.zeros(0, dtype=np.int64)  # sorted
 
     def day(
         self, articles: Iterable[dict[str, Any]]
@@ -80,6 +81,7 @@ class Precleaner:
         )
         kept, rejected = [], []
         seen_titles: set[tuple[dt.date, str]] = set()
+        today: set[int] = set()
         for a in ordered:
             if a.get("published_at") is None:
                 rejected.append((a, "no_date"))
@@ -95,17 +97,22 @@ class Precleaner:
                 reason = "language"
             elif not self.topic.admits(a):
                 reason = "topic_filter"
-            elif url in self.seen_urls:
+            elif url in today or self._seen_before(url):
                 reason = "duplicate_url"
             elif title_key[1] and title_key in seen_titles:
                 reason = "duplicate_title"
             else:
-                self.seen_urls.add(url)
+                today.add(url)
                 seen_titles.add(title_key)
                 kept.append({**a, "date": date})
                 continue
             rejected.append((a, reason))
+        self.seen_urls = np.union1d(self.seen_urls, np.fromiter(today, np.int64, len(today)))
         return kept, rejected
+
+    def _seen_before(self, url: int) -> bool:
+        at = int(np.searchsorted(self.seen_urls, url))
+        return at < len(self.seen_urls) and int(self.seen_urls[at]) == url
 
 
 def embed_text(article: dict[str, Any], words: int = EMBED_WORDS) -> str:
