@@ -51,7 +51,7 @@ REJECTED_SCHEMA = pa.schema(
 DETAIL_CHARS = 500
 RAW_CHARS = 4000
 FLUSH_ROWS = 1_000  # rejected rows kept as Python dicts before they become one Arrow table
-SPILL_ROWS = 50_000  # rejected rows kept as Arrow tables before they go to a local spill file
+SPILL_ROWS = 10_000  # rejected rows kept as Arrow tables before they go to a local spill file
 
 
 def failure_reason(row: dict[str, Any]) -> str:
@@ -76,7 +76,7 @@ class Ledger:
 
     def _reject(self, row: dict[str, Any]) -> None:
         """Record one rejected row. Rows become Arrow tables a thousand at a time and go to a
-        local spill file fifty thousand at a time: a step that rejects nearly every article of a
+        local spill file ten thousand at a time: a step that rejects nearly every article of a
         corpus (TCE formation's noise) holds a bounded number of them in its driver."""
         self._counts[row["stage"], row["reason"]] += 1
         self._pending.append(row)
@@ -105,7 +105,8 @@ class Ledger:
         are read a row group at a time)."""
         self._flush()  # first: it may spill
         for path in self._spilled:
-            yield from pq.ParquetFile(path).iter_batches()
+            with pq.ParquetFile(path) as spilled:
+                yield from spilled.iter_batches(batch_size=FLUSH_ROWS)
         for part in self._parts:
             yield from part.to_batches()
 
