@@ -18,6 +18,7 @@ from udfs import storage
 from udfs.layout import Layout
 
 UTC_TS = pa.timestamp("us", tz="UTC")
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"  # the directory name of a partition column's null value
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,9 @@ class TableSpec:
         )
         if column in names:
             field = self.schema.field(column)
-            table = table.append_column(field, pa.repeat(pa.scalar(value, field.type), table.num_rows))
+            null = value == HIVE_NULL  # the partition of rows whose value is null
+            scalar = pa.scalar(None if null else value, field.type)
+            table = table.append_column(field, pa.repeat(scalar, table.num_rows))
         return table.select(names)
 
     @property

@@ -27,7 +27,7 @@ from udfs.cli import InputError
 from udfs.index_docs import eligible, quoted_list, timestamp_literal
 from udfs.layout import Layout
 from udfs.retrieval import Hit, LeakageError, check_hits
-from udfs.schemas import ARTICLES
+from udfs.schemas import ARTICLES, HIVE_NULL
 from udfs.timeutil import to_utc
 
 MODES = ("bm25", "dense", "hybrid")
@@ -46,7 +46,7 @@ S3_ENV = {  # environment variable → LanceDB storage option
 # engine queries in flight at once in ``search_many`` (measured on 2 cores: 1 → 3.4 ms a query,
 # 4 → 1.6 ms; more gains nothing)
 CONCURRENCY = 4
-UNDATED = "__HIVE_DEFAULT_PARTITION__"  # the partition of articles with no publication date
+UNDATED = HIVE_NULL  # the partition of articles with no publication date
 VECTOR_IDS = 1000  # article ids in one ``vectors`` query (the IN list of its filter)
 
 

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from udfs.schemas import TableSpec
+from udfs.schemas import HIVE_NULL, TableSpec
 
 SPEC = TableSpec(
     name="things",
@@ -43,8 +43,9 @@ def test_one_partition_reads_as_the_filtered_table(tmp_path):
     assert SPEC.read_partition(root, DAY0, ["c3", "thing_id"]).column_names == ["c3", "thing_id"]
     one = SPEC.read_partition(root, DAY0, ["thing_id"], pc.field("thing_id") == "2024-01-01-1")
     assert one["thing_id"].to_pylist() == ["2024-01-01-1"]
-    undated = SPEC.read_partition(root, "__HIVE_DEFAULT_PARTITION__", ["thing_id"])
-    assert undated["thing_id"].to_pylist() == [f"__HIVE_DEFAULT_PARTITION__-{i}" for i in range(4)]
+    undated = SPEC.read_partition(root, HIVE_NULL)
+    assert undated["thing_id"].to_pylist() == [f"{HIVE_NULL}-{i}" for i in range(4)]
+    assert undated["published_date"].null_count == 4  # as the filtered read gives them
     absent = SPEC.read_partition(root, DAY0 - dt.timedelta(days=1))
     assert absent.num_rows == 0 and absent.schema.names == SPEC.schema.names
 
