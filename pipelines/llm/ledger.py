@@ -20,7 +20,7 @@ import datetime as dt
 import json
 import tempfile
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -100,9 +100,9 @@ class Ledger:
             self._spilled.append(path)
             self._parts = []
 
-    def _batches(self):
+    def _batches(self) -> Iterator[pa.RecordBatch]:
         """Every rejected row so far as record batches, in the order recorded (a spill file's rows
-        are read a row group at a time)."""
+        are read a thousand at a time)."""
         self._flush()  # first: it may spill
         for path in self._spilled:
             with pq.ParquetFile(path) as spilled:
