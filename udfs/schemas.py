@@ -63,8 +63,11 @@ class TableSpec:
         )
         if column in names:
             field = self.schema.field(column)
-            null = value == HIVE_NULL  # the partition of rows whose value is null
-            scalar = pa.scalar(None if null else value, field.type)
+            if value == HIVE_NULL:  # the partition of rows whose value is null
+                value = None
+            elif isinstance(value, str) and pa.types.is_date32(field.type):
+                value = dt.date.fromisoformat(value)
+            scalar = pa.scalar(value, field.type)
             table = table.append_column(field, pa.repeat(scalar, table.num_rows))
         return table.select(names)
 

@@ -52,6 +52,7 @@ DETAIL_CHARS = 500
 RAW_CHARS = 4000
 FLUSH_ROWS = 1_000  # rejected rows kept as Python dicts before they become one Arrow table
 SPILL_ROWS = 10_000  # rejected rows kept as Arrow tables before they go to a local spill file
+ROW_GROUP_ROWS = 64 * 1024  # rows of a row group of the written rejected table
 
 
 def failure_reason(row: dict[str, Any]) -> str:
@@ -269,11 +270,16 @@ class Ledger:
         if fs.get_file_info(path).type != pafs.FileType.NotFound:
             fs.delete_dir(path)
         fs.create_dir(path, recursive=True)
-        rows = 0
+        rows, group = 0, []
         with pq.ParquetWriter(f"{path}/part-00000.parquet", REJECTED_SCHEMA, filesystem=fs) as writer:
-            for batch in self._batches():
-                writer.write_batch(batch)
+            for batch in self._batches():  # a row group of ROW_GROUP_ROWS, not one per batch
+                group.append(batch)
                 rows += batch.num_rows
+                if sum(b.num_rows for b in group) >= ROW_GROUP_ROWS:
+                    writer.write_table(pa.Table.from_batches(group, REJECTED_SCHEMA))
+                    group = []
+            if group:
+                writer.write_table(pa.Table.from_batches(group, REJECTED_SCHEMA))
         return rows
 
     def uri(self) -> str:

@@ -127,8 +127,9 @@ def test_the_ledger_records_failures_and_drops_in_the_one_rejected_schema(ray_lo
     ledger.close(step)
     ledger.check()
     written = ledger.write_rejected()
-    assert written.schema == REJECTED_SCHEMA
-    back = read_rejected(root, "demo_builder").to_pylist()
+    back_table = read_rejected(root, "demo_builder")
+    assert back_table.schema == REJECTED_SCHEMA and back_table.num_rows == written == 3
+    back = back_table.to_pylist()
     by_item = {r["item_id"]: r for r in back}
     assert by_item["Mali"]["stage"] == "capital" and by_item["Mali"]["reason"] == "parse_error"
     # an empty answer does not have the declared form of smoke.capital

@@ -8,6 +8,7 @@ import tracemalloc
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 import pipelines.llm.ledger as ledger_module
 from pipelines.llm.config import LLMConfig
@@ -119,3 +120,7 @@ def test_a_corpus_of_rejected_articles_is_not_held_in_memory(tmp_path):
     assert held < 8, f"400,000 rejected rows hold {held:.0f} MB of Arrow memory"
     assert ledger.write_rejected() == 400_000
     assert storage.count_rows(ledger.uri()) == 400_000
+    (written,) = storage.list_files(ledger.uri())
+    fs, path = storage.filesystem(written)
+    with pq.ParquetFile(path, filesystem=fs) as parquet:  # row groups of 64k rows, not one a batch
+        assert parquet.num_row_groups == -(-400_000 // ledger_module.ROW_GROUP_ROWS)

@@ -40,6 +40,7 @@ def test_one_partition_reads_as_the_filtered_table(tmp_path):
     whole = SPEC.dataset(root).to_table(filter=pc.field("published_date") == pa.scalar(DAY0, pa.date32()))
     assert SPEC.read_partition(root, DAY0).equals(whole)
     assert SPEC.read_partition(root, DAY0).num_rows == 2
+    assert SPEC.read_partition(root, DAY0.isoformat()).equals(whole)  # the directory's own spelling
     assert SPEC.read_partition(root, DAY0, ["c3", "thing_id"]).column_names == ["c3", "thing_id"]
     one = SPEC.read_partition(root, DAY0, ["thing_id"], pc.field("thing_id") == "2024-01-01-1")
     assert one["thing_id"].to_pylist() == ["2024-01-01-1"]

@@ -48,6 +48,7 @@ def test_preclean_gives_every_dropped_article_one_reason():
         kept, rejected = kept + day_kept, rejected + day_rejected
     assert [a["article_id"] for a in kept] == ["a01", "a07", "a11"]
     assert cleaner.seen_urls.dtype == np.int64 and len(cleaner.seen_urls) == 3  # 8 bytes a kept URL
+    assert np.all(np.diff(cleaner.seen_urls) > 0)  # sorted, each once
     assert kept[0]["date"] == dt.date(2015, 9, 3)
     assert {a["article_id"]: r for a, r in rejected} == {
         "a02": "no_date",

@@ -107,7 +107,8 @@ class Precleaner:
                 kept.append({**a, "date": date})
                 continue
             rejected.append((a, reason))
-        self.seen_urls = np.union1d(self.seen_urls, np.fromiter(today, np.int64, len(today)))
+        new = np.sort(np.fromiter(today, np.int64, len(today)))  # disjoint from seen_urls
+        self.seen_urls = np.insert(self.seen_urls, np.searchsorted(self.seen_urls, new), new)
         return kept, rejected
 
     def _seen_before(self, url: int) -> bool:
