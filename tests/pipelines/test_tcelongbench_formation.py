@@ -13,7 +13,7 @@ import pytest
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.ledger import Ledger
 from pipelines.llm.stage import StageRunner
-from pipelines.tcelongbench import Config
+from pipelines.tcelongbench import Config, formation
 from pipelines.tcelongbench.formation import form_tces
 from tests.pipelines.test_tcelongbench_pipeline import DEMO, write_reportedly_articles
 from udfs import storage
@@ -48,6 +48,14 @@ def test_short_windows_decide_every_article_once_inside_the_span_bounds(indexed,
         return table
 
     monkeypatch.setattr(TableSpec, "read_partition", recording)
+    final_reads = formation._tce_articles
+
+    def tce_articles(*args):
+        """The TCEs' articles, read at the end: not the scan, so not recorded."""
+        monkeypatch.setattr(TableSpec, "read_partition", read_partition)
+        return final_reads(*args)
+
+    monkeypatch.setattr(formation, "_tce_articles", tce_articles)
     config = Config(root=root, **{**DEMO, "min_span_days": 1, "max_span_days": 4, "window_days": 9})
     events, step, rejected = _form(config)
 
