@@ -26,7 +26,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from pipelines.llm.stage import LLMStage, StageRunner
@@ -266,9 +265,8 @@ class Ledger:
     def write_rejected(self) -> int:
         """Write ``benchmarks/<name>/rejected`` (replacing it) as one Parquet file streamed from the
         spill files and the rows held, never the whole table at once; returns its rows."""
+        storage.delete(self.uri())
         fs, path = storage.filesystem(self.uri())
-        if fs.get_file_info(path).type != pafs.FileType.NotFound:
-            fs.delete_dir(path)
         fs.create_dir(path, recursive=True)
         rows, group = 0, []
         with pq.ParquetWriter(f"{path}/part-00000.parquet", REJECTED_SCHEMA, filesystem=fs) as writer:
