@@ -138,12 +138,12 @@ def test_articles_are_read_one_day_at_a_time_and_days_come_from_partition_names(
 
     def recording_days(spec, root, value, columns=None, filter=None):
         table = read_partition(spec, root, value, columns, filter)
-        reads.append((value, set(table.column("published_date").to_pylist())))
+        reads.append((value, set(table.column("published_at").cast(pa.date32()).to_pylist())))
         return table
 
     monkeypatch.setattr(TableSpec, "read_partition", recording_days)
     _, prefiltered = select_articles(_config(root, D1, D2, d3), [D1, d3, D2])
-    # one read per day, of that day's own partition, each row of that day
+    # one read per day, of that day's own partition, each row published that day
     assert reads == [(D1, {D1}), (d3, {d3}), (D2, {D2})]
     assert {day: c["articles"] for day, c in prefiltered.items()} == {D1: 2, d3: 3, D2: 1}
 
