@@ -51,7 +51,9 @@ DETAIL_CHARS = 500
 RAW_CHARS = 4000
 FLUSH_ROWS = 1_000  # rejected rows kept as Python dicts before they become one Arrow table
 SPILL_ROWS = 10_000  # rejected rows kept as Arrow tables before they go to a local spill file
-ROW_GROUP_ROWS = 64 * 1024  # rows of a row group of the written rejected table
+# rows of a row group of the written rejected table: the writer holds one group, so this bounds
+# write_rejected's memory (measured: +22 MB of peak RSS with 64k rows, +7.5 MB with 10k)
+ROW_GROUP_ROWS = 10_000
 
 
 def failure_reason(row: dict[str, Any]) -> str:

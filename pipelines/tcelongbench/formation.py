@@ -2,12 +2,13 @@
 cluster each window of days on the embeddings the article index holds, keep the TCEs that start in
 the window's own days, apply the demo limits (``--limit`` TCEs, ``--max-articles-per-day``).
 
-Memory holds one window's candidates, never the corpus: a day's partition is read once (the
-columns pre-cleaning needs), its kept articles stay as Arrow ids and dates until their window has
-decided them, and each window is clustered in a Ray task that reads its vectors from the index
-(the driver gets one label per candidate back). Only the clustered candidates become Python rows;
-the noise, nearly every article, is recorded from Arrow. The TCEs' articles are read again at the
-end, from their days' partitions only. Windows overlap by ``--max-span-days`` + 1 days, so a
+Memory holds one window's candidates, never the corpus, and the driver never reads a day: each
+window is one Ray task that reads its new days' partitions once (the columns pre-cleaning needs),
+pre-cleans them with the Precleaner the previous window handed back (its URL hashes carry over),
+reads the candidates' vectors from the index and clusters them. The driver gets the candidates' ids
+and dates, one label each and the rejected ids back; only the clustered candidates become Python
+rows, the noise, nearly every article, is recorded from Arrow. The TCEs' articles are read again at
+the end, from their days' partitions only. Windows overlap by ``--max-span-days`` + 1 days, so a
 TCE that starts in a window's own days ends inside it; the articles such a TCE takes are left out
 of the next window, the others of the overlap are clustered again there.
 
@@ -82,39 +83,27 @@ def form_tces(config: Config, ledger: Ledger) -> Events:
     topic = tce.TopicFilter(config.topic_keywords, config.topic_hosts)
     cleaner = tce.Precleaner(topic, config.min_chars, config.languages)
     unlisted: dict[str, int] = defaultdict(int)
-
-    def sort_out(rows: list[dict[str, Any]]) -> pa.Table:
-        """A day's candidates: their ids and dates (the TCEs' articles are read again at the end)."""
-        kept, rejects = cleaner.day(rows)
-        for article, reason in rejects:
-            if reason in NOT_LISTED:
-                unlisted[reason] += 1
-            else:
-                ledger.drop(step, reason, unit="article", item_id=article["article_id"])
-        return pa.Table.from_pylist(
-            [{"article_id": a["article_id"], "date": a["date"]} for a in kept], CANDIDATES
-        )
-
     unlisted["no_date"] += dataset.count_rows(filter=pc.field("published_date").is_null())
     if days:
         require_index(config.root)
         ensure_ray(config.llm)
-    cluster = ray.remote(_cluster_window)
+    work = ray.remote(_window_work)
     windows = tce.windows(days, config.window_days, config.max_span_days + 1)
-    buffered: dict[dt.date, pa.Table] = {}
-    taken = pa.array([], pa.string())
+    carried = CANDIDATES.empty_table()  # the overlap's candidates, not yet decided
+    read_to = days[0] if days else None
     remaining = config.limit
     tces: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
     clusters = 0
     for window in windows:
-        for day in (d for d in days if window.start <= d < window.end and d not in buffered):
-            buffered[day] = sort_out(ARTICLES.read_partition(config.root, day, COLUMNS).to_pylist())
-        pool = pa.concat_tables([CANDIDATES.empty_table(), *buffered.values()])
-        candidates = pool.filter(pc.invert(pc.is_in(pool["article_id"], value_set=taken))).sort_by(
-            "article_id"
-        )
-        labels = ray.get(cluster.remote(config, window, candidates))
+        new_days = [d for d in days if read_to <= d < window.end]
+        read_to = window.end
+        done: WindowWork = ray.get(work.remote(config, window, new_days, cleaner, carried))
+        cleaner, candidates, labels = done.cleaner, done.candidates, done.labels
+        for reason, ids in done.rejects.items():
+            ledger.drop_ids(step, reason, unit="article", ids=ids)
+        for reason, n in done.unlisted.items():
+            unlisted[reason] += n
         clustered = labels != tce.NOISE
         clusters += len(np.unique(labels[clustered]))
         noise = candidates.filter(pa.array(~clustered))
@@ -129,7 +118,6 @@ def form_tces(config: Config, ledger: Ledger) -> Events:
         )
         own = {t["tce_id"] for t in found if t["start_date"] < window.own_end}
         own_rows = [r for r in found_rows if r["tce_id"] in own]
-        taken = pa.array(sorted({r["article_id"] for r in own_rows}), pa.string())
         for article, reason in rejects:
             if article["date"] < window.own_end:  # the rest of the overlap goes to the next window
                 ledger.drop(step, reason, unit="article", item_id=article["article_id"])
@@ -142,7 +130,11 @@ def form_tces(config: Config, ledger: Ledger) -> Events:
         tces += kept
         rows += kept_rows
         remaining = None if remaining is None else remaining - len(kept)
-        buffered = {d: day_kept for d, day_kept in buffered.items() if d >= window.own_end}
+        taken = pa.array(sorted({r["article_id"] for r in own_rows}), pa.string())
+        overlap = candidates.filter(
+            pc.greater_equal(candidates["date"], pa.scalar(window.own_end, pa.date32()))
+        )
+        carried = overlap.filter(pc.invert(pc.is_in(overlap["article_id"], value_set=taken)))
     for reason, n in unlisted.items():
         step.rows_read += n
         step.reject(reason, n)
@@ -164,16 +156,43 @@ def _tce_articles(root: str, rows: list[dict[str, Any]]) -> dict[str, dict[str, 
     return {a["article_id"]: {**a, "date": date_of[a["article_id"]]} for a in found}
 
 
-def _cluster_window(config: Config, window: tce.Window, candidates: pa.Table) -> np.ndarray:
-    """The HDBSCAN labels of one window's candidates (``CANDIDATES``), in a Ray worker: the
-    window's vectors and the clustering's working memory (which grows with the articles a window
-    holds) stay out of the driver, which gets one label per candidate back."""
-    ids = candidates["article_id"].to_pylist()
-    vectors = _vectors(ArticleIndex(config.root), window, ids)
+@dataclass
+class WindowWork:
+    """What a window's task hands back: the pre-cleaner (its URL state carries to the next
+    window), the window's candidates (``CANDIDATES``, by ``article_id``) and their HDBSCAN labels,
+    the ids pre-cleaning rejected by reason and the counts of the reasons that are not listed."""
+
+    cleaner: tce.Precleaner
+    candidates: pa.Table
+    labels: np.ndarray
+    rejects: dict[str, pa.Array]
+    unlisted: dict[str, int]
+
+
+def _window_work(
+    config: Config, window: tce.Window, days: list[dt.date], cleaner: tce.Precleaner, carried: pa.Table
+) -> WindowWork:
+    """Pre-clean the window's new ``days`` and cluster them with the ``carried`` overlap, in a Ray
+    worker: the days' text, the window's vectors and the clustering's working memory all grow with
+    the articles a day holds; the driver gets ids, dates and one label per candidate back."""
+    new, listed, unlisted = [carried], defaultdict(list), defaultdict(int)
+    for day in days:
+        kept, rejects = cleaner.day(ARTICLES.read_partition(config.root, day, COLUMNS).to_pylist())
+        for article, reason in rejects:
+            if reason in NOT_LISTED:
+                unlisted[reason] += 1
+            else:
+                listed[reason].append(article["article_id"])
+        ids_dates = [{"article_id": a["article_id"], "date": a["date"]} for a in kept]
+        new.append(pa.Table.from_pylist(ids_dates, CANDIDATES))
+    candidates = pa.concat_tables(new).sort_by("article_id")
+    vectors = _vectors(ArticleIndex(config.root), window, candidates["article_id"].to_pylist())
     features = tce.cluster_features(
         vectors, candidates["date"].to_pylist(), config.time_weight, config.time_scale_days
     )
-    return tce.cluster_labels(features, config.min_cluster_size, config.min_samples)
+    labels = tce.cluster_labels(features, config.min_cluster_size, config.min_samples)
+    rejected = {reason: pa.array(ids, pa.string()) for reason, ids in listed.items()}
+    return WindowWork(cleaner, candidates, labels, rejected, dict(unlisted))
 
 
 def _vectors(index: ArticleIndex, window: tce.Window, ids: list[str]) -> np.ndarray:

@@ -37,25 +37,8 @@ def _form(config: Config):
     return events, step, ledger.rejected_table().to_pylist()
 
 
-def test_short_windows_decide_every_article_once_inside_the_span_bounds(indexed, monkeypatch):
+def test_short_windows_decide_every_article_once_inside_the_span_bounds(indexed):
     root, n_articles = indexed
-    reads, read_partition = [], TableSpec.read_partition
-
-    def recording(spec, root, value, columns=None, filter=None):
-        """Record the publication days of each partition read of the corpus."""
-        table = read_partition(spec, root, value, columns, filter)
-        reads.append((value, set(table.column("published_at").cast("date32").to_pylist())))
-        return table
-
-    monkeypatch.setattr(TableSpec, "read_partition", recording)
-    final_reads = formation._tce_articles
-
-    def tce_articles(*args):
-        """The TCEs' articles, read at the end: not the scan, so not recorded."""
-        monkeypatch.setattr(TableSpec, "read_partition", read_partition)
-        return final_reads(*args)
-
-    monkeypatch.setattr(formation, "_tce_articles", tce_articles)
     config = Config(root=root, **{**DEMO, "min_span_days": 1, "max_span_days": 4, "window_days": 9})
     events, step, rejected = _form(config)
 
@@ -65,9 +48,39 @@ def test_short_windows_decide_every_article_once_inside_the_span_bounds(indexed,
     assert Counter(r["item_id"] for r in rejected).most_common(1)[0][1] == 1
     assert not {r["article_id"] for r in events.rows} & {r["item_id"] for r in rejected}
     assert events.tces and all(1 <= t["span_days"] <= 4 and t["n"] >= 2 for t in events.tces)
-    # one read per day, of that day only, each day read once (the undated are counted, not read)
-    assert reads and all(days == {day} for day, days in reads)
-    assert len(reads) == len({day for day, _ in reads})
+
+
+def test_a_window_task_reads_each_of_its_new_days_alone_and_clusters_the_overlap_with_them(
+    indexed, monkeypatch
+):
+    """The window's task (called here in the process, so the recorder sees its reads) reads the
+    days it is given, each once and that day only, and its candidates are the carried overlap
+    plus the new days' kept articles, in id order, one label each."""
+    root, _ = indexed
+    reads, read_partition = [], TableSpec.read_partition
+
+    def recording(spec, root, value, columns=None, filter=None):
+        table = read_partition(spec, root, value, columns, filter)
+        reads.append((value, set(table.column("published_at").cast("date32").to_pylist())))
+        return table
+
+    monkeypatch.setattr(TableSpec, "read_partition", recording)
+    config = Config(root=root, **DEMO)
+    days = sorted(storage.partition_values(ARTICLES.dataset(root), "published_date"))
+    (window,) = tce.windows(days, 400, 31)
+    cleaner = tce.Precleaner(tce.TopicFilter(), config.min_chars, config.languages)
+    first = formation._window_work(config, window, days[:5], cleaner, formation.CANDIDATES.empty_table())
+    carried = first.candidates.slice(0, 3)
+    second = formation._window_work(config, window, days[5:8], first.cleaner, carried)
+
+    assert [day for day, _ in reads] == days[:8] and all(seen == {day} for day, seen in reads)
+    assert len(first.candidates) and len(first.labels) == len(first.candidates)
+    ids = second.candidates["article_id"].to_pylist()
+    assert ids == sorted(ids) and set(carried["article_id"].to_pylist()) <= set(ids)
+    assert {d for d in second.candidates["date"].to_pylist()} - {
+        d for d in carried["date"].to_pylist()
+    } <= set(days[5:8])
+    assert len(second.labels) == len(ids)
 
 
 def test_one_window_over_the_whole_month_is_the_default(indexed):
@@ -103,17 +116,26 @@ def test_a_missing_or_stale_index_is_an_error(indexed, tmp_path):
         _form(Config(root=stale, **DEMO))
 
 
-def test_windows_are_clustered_in_ray_workers_not_in_the_driver(indexed, monkeypatch):
-    """A window's vectors and the clustering's working memory grow with the articles it holds;
-    they belong to a worker. A driver that clustered would hit the patched function."""
+def test_windows_are_read_and_clustered_in_ray_workers_not_in_the_driver(indexed, monkeypatch):
+    """A day's text, a window's vectors and the clustering's working memory grow with the articles
+    a day holds; they belong to a worker. A driver that read a day before the TCEs' own articles,
+    or clustered, would hit the patched functions."""
     root, _ = indexed
 
     def in_the_driver(*args, **kwargs):
-        raise AssertionError("the driver clustered a window")
+        raise AssertionError("the driver read a day or clustered a window")
+
+    read_partition, final_reads = TableSpec.read_partition, formation._tce_articles
+
+    def tce_articles(*args):
+        monkeypatch.setattr(TableSpec, "read_partition", read_partition)
+        return final_reads(*args)
 
     monkeypatch.setattr(tce, "cluster_labels", in_the_driver)
+    monkeypatch.setattr(TableSpec, "read_partition", in_the_driver)
+    monkeypatch.setattr(formation, "_tce_articles", tce_articles)
     events, step, _ = _form(Config(root=root, **DEMO))
-    assert events.tces and step.reconciles
+    assert events.tces and step.reconciles and events.articles
 
 
 def test_undated_articles_are_counted_without_reading_them(indexed, tmp_path):
