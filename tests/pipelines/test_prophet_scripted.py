@@ -31,7 +31,7 @@ from pipelines.llm.config import LLMConfig
 from pipelines.llm.ledger import REJECTED_SCHEMA, read_rejected
 from pipelines.prophet.build import run
 from pipelines.prophet.config import Config
-from pipelines.prophet.evidence import Corpus
+from pipelines.prophet.evidence import Corpus, searcher
 from pipelines.prophet.plan import format_plan
 from udfs import storage
 from udfs.cli import InputError, parse
@@ -521,7 +521,7 @@ def test_a_near_duplicate_and_an_article_at_d_never_become_candidates(built):
         for qid, d in DATES.items()
     }
     assert len(eligible["strike-ends"]) == 8 and len(eligible["strike-spreads"]) == 5
-    corpus = Corpus(root, index, searchable=len(ARTICLE_DATES) - 2)
+    corpus = Corpus(root, searcher(root), searchable=len(ARTICLE_DATES) - 2)
     for qid, d in DATES.items():
         queries = [("Report DUP", d), ("Report LATE0", d), (TOPIC, d)]
         assert [{h.doc_id for h in hits} for hits in corpus.search_many(queries, 20)] == [eligible[qid]] * 3
@@ -538,6 +538,27 @@ def test_a_near_duplicate_and_an_article_at_d_never_become_candidates(built):
         "strike-ends": 2,
         "strike-spreads": 5,
     }
+
+
+def test_the_driver_neither_searches_nor_reads_the_candidates(built, tmp_path, monkeypatch):
+    """LanceDB's caches and the candidates' day reads grow with the index: they belong to the
+    ``Searcher`` actor. A driver that searched or read them would hit the patched methods; the
+    evidence is the same as the build's."""
+    root, questions, result = built
+    root = copy_of(root, tmp_path)
+
+    def in_the_driver(*args, **kwargs):
+        raise AssertionError("the driver used the index")
+
+    for method in ("search_many", "articles", "count"):
+        monkeypatch.setattr(ArticleIndex, method, in_the_driver)
+    again = run(config(root, questions, scripted(), estimator="logprob", rating="score", evidence_only=True))
+    evidence = ["question_id", "article_id", "rating"]
+    assert again.tables["evidence"].num_rows > 0
+    assert (
+        again.tables["evidence"].select(evidence).to_pylist()
+        == result.tables["evidence"].select(evidence).to_pylist()
+    )
 
 
 def test_an_index_behind_its_corpus_is_one_line_before_any_llm_work(built, tmp_path, monkeypatch):

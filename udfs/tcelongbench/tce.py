@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
+import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -88,7 +89,7 @@ class Precleaner:
                 continue
             date = a["published_at"].astimezone(dt.UTC).date()
             title_key = (date, normalize_title(a.get("title")))
-            url = hash(a["canonical_url"])
+            url = url_hash(a["canonical_url"])
             if a.get("near_duplicate_of"):
                 reason = "near_duplicate"
             elif len(a.get("text") or "") < self.min_chars:
@@ -114,6 +115,13 @@ class Precleaner:
     def _seen_before(self, url: int) -> bool:
         at = int(np.searchsorted(self.seen_urls, url))
         return at < len(self.seen_urls) and int(self.seen_urls[at]) == url
+
+
+def url_hash(url: str | None) -> int:
+    """A URL's 64-bit hash, the same in every process: the Precleaner travels from one window's
+    Ray worker to the next, where Python's own ``hash`` of a string is salted differently."""
+    digest = hashlib.blake2b((url or "").encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True)
 
 
 def embed_text(article: dict[str, Any], words: int = EMBED_WORDS) -> str:
