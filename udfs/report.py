@@ -6,10 +6,17 @@ Counts must reconcile (read = written + rejected, unless a job says otherwise in
 
 from __future__ import annotations
 
+import logging
+import sys
 import time
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+from tqdm import tqdm
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -122,3 +129,41 @@ def combined_table(summaries: list[RunSummary], title: str) -> str:
         f"engine starts: {sum(s.metrics.get('engine_starts', 0) for s in llm)} (each loads the model once)"
     ]
     return "\n".join([title, rule, fmt(header), rule, *map(fmt, body), rule, *(footer if llm else [])])
+
+
+class Progress:
+    """Work done out of ``total``: a tqdm bar on a terminal; in a log (stderr is no terminal) one
+    line at every tenth of the work, naming ``desc``, instead of a bar redrawn many times (at
+    every update when the total is unknown)."""
+
+    def __init__(self, desc: str, total: int | None, log: logging.Logger):
+        self.desc, self.total, self.log, self.done = desc, total, log, 0
+        self.bar = tqdm(desc=desc, total=total) if sys.stderr.isatty() else None
+        self.logged = 0  # tenths logged
+
+    def update(self, n: int = 1) -> None:
+        if not n:
+            return
+        self.done += n
+        if self.bar is not None:
+            self.bar.update(n)
+            return
+        tenths = 10 * self.done // max(1, self.total) if self.total is not None else self.logged + 1
+        if tenths > self.logged:
+            self.logged = tenths
+            self.log.info("%s: %d/%s", self.desc, self.done, "?" if self.total is None else self.total)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def progress(items: Sequence[T], desc: str, log: logging.Logger) -> Iterator[T]:
+    """``items`` with a ``Progress`` of one step each."""
+    bar = Progress(desc, len(items), log)
+    try:
+        for item in items:
+            yield item
+            bar.update()
+    finally:
+        bar.close()

@@ -47,7 +47,7 @@ from pipelines.index.statistics import append_statistics
 from udfs import storage
 from udfs.index_docs import ARTICLE_COLUMNS, check_partitions, documents, index_schema, passages
 from udfs.layout import Layout
-from udfs.report import RunSummary
+from udfs.report import Progress, RunSummary
 from udfs.schemas import ARTICLES
 
 log = logging.getLogger("augury.index")
@@ -225,9 +225,13 @@ def _append(name: str, files: list[str], words: int | None, config: Config, summ
     )
     before = _rows(connect(config.root), name)
     written = 0
+    # of the rows read; undated ones are not written, so a corpus with some ends short of its total
+    bar = Progress(f"stage=embed table={name} rows written", read if words is None else None, log)
     for batch in counts.iter_batches(batch_size=None, batch_format="pyarrow"):
-        written += sum(batch["rows"].to_pylist())
-        log.info("stage=write table=%s rows=%d", name, written)
+        rows = sum(batch["rows"].to_pylist())
+        written += rows
+        bar.update(rows)
+    bar.close()
     _check_appended(name, _rows(connect(config.root), name) - before, written)
     if words is None:
         summary.rows_read, summary.rows_written = read, written

@@ -75,6 +75,7 @@ def write_outputs(
     counts = {name: t.num_rows for name, t in tables.items()} | {
         "rejected": ledger.write_rejected(),
         "rejected_by_stage": {s: sum(c.values()) for s, c in ledger.rejected_counts().items()},
+        "formation": events.report,
     }
     card = write_card(config.root, NAME, ledger.runner, counts, config)
     return tables, card

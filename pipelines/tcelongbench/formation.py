@@ -1,6 +1,9 @@
 """S1 — temporal complex events, window by window: pre-clean each day's articles as they are read,
-cluster each window of days on the embeddings the article index holds, keep the TCEs that start in
-the window's own days, apply the demo limits (``--limit`` TCEs, ``--max-articles-per-day``).
+cluster each window of days on the embeddings the article index holds, split the clusters that
+span more than ``--max-span-days`` (months of one story's coverage; ``tce.split_long_clusters``),
+keep the TCEs that start in the window's own days, apply the demo limits (``--limit`` TCEs,
+``--max-articles-per-day``). The step's metrics are the formation report: windows, clusters
+found and split, TCEs, their spans and sizes; the dataset card repeats them with the rejects.
 
 Memory holds one window's candidates, never the corpus, and the driver never reads a day: each
 window is one Ray task that reads its new days' partitions once (the columns pre-cleaning needs),
@@ -20,6 +23,7 @@ outside the formation's scope, undated ones (``no_date``) and those outside the 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +39,7 @@ from pipelines.llm.ray_env import ensure_ray
 from pipelines.tcelongbench.config import Config
 from udfs import storage
 from udfs.cli import InputError
+from udfs.report import progress
 from udfs.schemas import ARTICLES
 from udfs.tcelongbench import tce
 from udfs.text import first_words
@@ -50,6 +55,7 @@ COLUMNS = [
     "near_duplicate_of",
 ]
 NOT_LISTED = ("no_date", "topic_filter")
+log = logging.getLogger("augury.tcelongbench")
 CANDIDATES = pa.schema([pa.field("article_id", pa.string()), pa.field("date", pa.date32())])
 
 
@@ -61,6 +67,7 @@ class Events:
     rows: list[dict[str, Any]]
     articles: dict[str, dict[str, Any]]
     max_words: int
+    report: dict[str, Any] = field(default_factory=dict)  # the formation report (dataset card)
     by_id: dict[str, dict[str, Any]] = field(init=False)
     members: dict[tuple[str, int], list[str]] = field(init=False)  # (tce_id, k) -> article ids
 
@@ -94,18 +101,18 @@ def form_tces(config: Config, ledger: Ledger) -> Events:
     remaining = config.limit
     tces: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
-    clusters = 0
-    for window in windows:
+    clusters = split = 0
+    for window in progress(windows, "tce_formation: windows clustered", log):
         new_days = [d for d in days if read_to <= d < window.end]
         read_to = window.end
         done: WindowWork = ray.get(work.remote(config, window, new_days, cleaner, carried))
         cleaner, candidates, labels = done.cleaner, done.candidates, done.labels
+        clusters, split = clusters + done.clusters, split + done.split
         for reason, ids in done.rejects.items():
             ledger.drop_ids(step, reason, unit="article", ids=ids)
         for reason, n in done.unlisted.items():
             unlisted[reason] += n
         clustered = labels != tce.NOISE
-        clusters += len(np.unique(labels[clustered]))
         noise = candidates.filter(pa.array(~clustered))
         own_noise = noise.filter(pc.less(noise["date"], pa.scalar(window.own_end, pa.date32())))
         ledger.drop_ids(step, "cluster_noise", unit="article", ids=own_noise["article_id"])
@@ -141,10 +148,27 @@ def form_tces(config: Config, ledger: Ledger) -> Events:
     total = storage.count_rows(ARTICLES.uri(config.root))
     if step.rows_read != total:
         raise AssertionError(f"tce_formation: {total} articles read, {step.rows_read} accounted for")
-    step.metrics.update(tces=len(tces), clusters=clusters, windows=len(windows))
+    # clusters of the overlap are counted in each window that clustered them
+    step.metrics.update(windows=len(windows), clusters=clusters, clusters_split=split)
+    step.metrics.update(report(tces))
     step.notes.append("no_date and topic_filter articles are counted, not listed in rejected")
     ledger.close(step)
-    return Events(tces, rows, _tce_articles(config.root, rows), config.max_article_words)
+    card = {**step.metrics, "rejected_by_reason": {r: n for r, n in sorted(step.rejected.items()) if n}}
+    return Events(tces, rows, _tce_articles(config.root, rows), config.max_article_words, card)
+
+
+def report(tces: list[dict[str, Any]]) -> dict[str, Any]:
+    """The kept TCEs' spans and sizes (min, median, max): with the step's clusters, splits and
+    rejects by reason, the formation report of the run summary and the dataset card."""
+
+    def spread(values: list[int]) -> str:
+        return f"{min(values)} / {int(np.median(values))} / {max(values)}" if values else "-"
+
+    return {
+        "tces": len(tces),
+        "span_days (min / median / max)": spread([t["span_days"] for t in tces]),
+        "articles_per_tce (min / median / max)": spread([t["n_articles"] for t in tces]),
+    }
 
 
 def _tce_articles(root: str, rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -159,12 +183,15 @@ def _tce_articles(root: str, rows: list[dict[str, Any]]) -> dict[str, dict[str, 
 @dataclass
 class WindowWork:
     """What a window's task hands back: the pre-cleaner (its URL state carries to the next
-    window), the window's candidates (``CANDIDATES``, by ``article_id``) and their HDBSCAN labels,
-    the ids pre-cleaning rejected by reason and the counts of the reasons that are not listed."""
+    window), the window's candidates (``CANDIDATES``, by ``article_id``) and their labels (the
+    over-long clusters split), the clusters HDBSCAN found and how many were split, the ids
+    pre-cleaning rejected by reason and the counts of the reasons that are not listed."""
 
     cleaner: tce.Precleaner
     candidates: pa.Table
     labels: np.ndarray
+    clusters: int
+    split: int
     rejects: dict[str, pa.Array]
     unlisted: dict[str, int]
 
@@ -187,12 +214,16 @@ def _window_work(
         new.append(pa.Table.from_pylist(ids_dates, CANDIDATES))
     candidates = pa.concat_tables(new).sort_by("article_id")
     vectors = _vectors(ArticleIndex(config.root), window, candidates["article_id"].to_pylist())
-    features = tce.cluster_features(
-        vectors, candidates["date"].to_pylist(), config.time_weight, config.time_scale_days
+    dates = candidates["date"].to_pylist()
+    features = tce.cluster_features(vectors, dates, config.time_weight, config.time_scale_days)
+    found = tce.cluster_labels(features, config.min_cluster_size, config.min_samples)
+    del features  # a second copy of the vectors; splitting clusters the vectors alone
+    labels, split = tce.split_long_clusters(
+        found, vectors, dates, config.max_span_days, config.min_cluster_size, config.min_samples
     )
-    labels = tce.cluster_labels(features, config.min_cluster_size, config.min_samples)
+    clusters = len(np.unique(found[found != tce.NOISE]))
     rejected = {reason: pa.array(ids, pa.string()) for reason, ids in listed.items()}
-    return WindowWork(cleaner, candidates, labels, rejected, dict(unlisted))
+    return WindowWork(cleaner, candidates, labels, clusters, split, rejected, dict(unlisted))
 
 
 def _vectors(index: ArticleIndex, window: tce.Window, ids: list[str]) -> np.ndarray:

@@ -143,6 +143,84 @@ def test_limits_keep_first_tces_and_articles_per_day():
     assert len(kept_rows) + len(dropped) == 12
 
 
+def _story(rng, axis, days, dim=20):
+    """One article a day on ``days`` (offsets from D0), vectors around the unit vector ``axis``
+    (high-dimensional like text vectors: in three dimensions a blob's density wobbles enough for
+    HDBSCAN to find topics in it)."""
+    centre = np.eye(dim)[axis]
+    return rng.normal(centre, 0.02, (len(days), dim)), [D0 + dt.timedelta(days=d) for d in days]
+
+
+def test_a_long_cluster_of_one_topic_is_cut_at_gaps_then_into_equal_stretches():
+    rng = np.random.default_rng(1)
+    days = [*range(0, 70), *range(79, 100)]  # 70 days, 9 days without an article, 21 days
+    vectors, dates = _story(rng, 0, days)
+    short_vectors, short_dates = _story(rng, 1, range(10))
+    labels = np.array([0] * len(days) + [1] * 10)
+    split, n = tce.split_long_clusters(
+        labels, np.vstack([vectors, short_vectors]), dates + short_dates, 30, 5, 3
+    )
+    assert n == 1 and (split[len(days) :] == 1).all()  # the short cluster keeps its label
+    parts = [sorted(np.flatnonzero(split[: len(days)] == p)) for p in np.unique(split[: len(days)])]
+    spans = sorted((days[p[0]], days[p[-1]]) for p in parts)
+    # 70 days in 3 stretches of 24 (spans 23, 23, 21), then the stretch after the gap (20)
+    assert spans == [(0, 23), (24, 47), (48, 69), (79, 99)]
+    assert 1 not in set(split[: len(days)])
+
+
+def test_a_long_cluster_of_two_topics_is_split_by_topic_before_time():
+    rng = np.random.default_rng(2)
+    a, a_dates = _story(rng, 0, range(0, 60))
+    b, b_dates = _story(rng, 1, range(0, 60))
+    split, n = tce.split_long_clusters(np.zeros(120, int), np.vstack([a, b]), a_dates + b_dates, 30, 5, 3)
+    parts = [np.flatnonzero(split == p) for p in np.unique(split)]
+    assert n == 1 and len(parts) == 4  # two topics, each cut in two stretches of 30 days
+    assert all((p < 60).all() or (p >= 60).all() for p in parts)
+    assert sorted(len(p) for p in parts) == [30, 30, 30, 30] and tce.NOISE not in split
+
+
+@pytest.mark.parametrize(("empty_days", "cut"), [(6, False), (7, True)])
+def test_a_week_without_an_article_ends_an_event(empty_days, cut):
+    """10 days, ``empty_days`` without an article, 30 days: cut at the gap (then the 30 days are
+    one part), or not (then the 46 days are cut in two equal stretches, the first of which holds
+    the 10 days and the start of the 30)."""
+    rng = np.random.default_rng(4)
+    days = [*range(0, 10), *range(10 + empty_days, 40 + empty_days)]
+    vectors, dates = _story(rng, 0, days)
+    split, _ = tce.split_long_clusters(np.zeros(len(days), int), vectors, dates, 30, 5, 3)
+    assert len(set(split[:10])) == 1 and len(set(split)) == 2
+    assert (split[10] != split[0]) == cut
+    assert len(set(split[10:])) == (1 if cut else 2)
+
+
+def test_noise_joins_the_nearest_topic_and_large_min_samples_do_not_fail():
+    """Two topics and three stray articles nearer one or the other: every article ends in the
+    part of its own topic. ``min_samples`` above a cluster's size leaves it whole, no error."""
+    rng = np.random.default_rng(5)
+    a, a_dates = _story(rng, 0, range(0, 40))
+    b, b_dates = _story(rng, 1, range(0, 40))
+    strays = np.eye(20)[[0, 0, 1]] * 0.8 + np.eye(20)[2] * 0.6  # off both blobs, nearer 0, 0, 1
+    dates = a_dates + b_dates + [D0 + dt.timedelta(days=d) for d in (3, 30, 12)]
+    split, _ = tce.split_long_clusters(np.zeros(83, int), np.vstack([a, b, strays]), dates, 30, 5, 3)
+    assert tce.NOISE not in split
+    a_parts, b_parts = set(split[:40]) | set(split[80:82]), set(split[40:80]) | {split[82]}
+    assert a_parts == set(split[:40]) and b_parts == set(split[40:80]) and not a_parts & b_parts
+    whole, n = tce.split_long_clusters(
+        np.zeros(12, int), a[:12], [D0, *a_dates[1:11], D0 + dt.timedelta(days=40)], 30, 10, 20
+    )
+    assert n == 1 and len(set(whole)) == 2  # one topic (too few for HDBSCAN): cut in time only
+
+
+def test_noise_and_clusters_within_the_span_are_left_alone():
+    rng = np.random.default_rng(3)
+    vectors, dates = _story(rng, 0, range(0, 31))
+    labels = np.array([0] * 30 + [tce.NOISE])
+    split, n = tce.split_long_clusters(labels, vectors, dates, 30, 5, 3)
+    assert n == 0 and (split == labels).all()
+    empty, none = tce.split_long_clusters(np.zeros(0, int), np.zeros((0, 20)), [], 30, 5, 3)
+    assert none == 0 and len(empty) == 0
+
+
 def test_url_hashes_agree_across_processes():
     """A window's Precleaner is unpickled in another Ray worker; Python's ``hash`` of a string
     differs between processes, so a URL kept in one window was not a duplicate in the next."""

@@ -2,9 +2,10 @@
 
 Articles are pre-cleaned (dated, long enough, in an allowed language, inside the topic/host
 filter, no URL or same-title-same-day duplicates), embedded (title + the first words of the
-text), given one scaled time feature and clustered with HDBSCAN. A cluster becomes a TCE when its
-calendar span lies within the configured bounds and it has at least two distinct dates. Every
-article that does not end up in a TCE gets exactly one reason.
+text), given one scaled time feature and clustered with HDBSCAN. A cluster that spans more days
+than a TCE may is split, by topic and then in time (``split_long_clusters``). A cluster or part
+becomes a TCE when its calendar span lies within the configured bounds and it has at least two
+distinct dates. Every article that does not end up in a TCE gets exactly one reason.
 """
 
 from __future__ import annotations
@@ -174,14 +175,95 @@ def cluster_features(
 
 
 def cluster_labels(features: np.ndarray, min_cluster_size: int, min_samples: int) -> np.ndarray:
-    """HDBSCAN labels (euclidean); −1 is noise. Fewer points than ``min_cluster_size`` are all noise."""
-    if features.shape[0] < max(2, min_cluster_size):
+    """HDBSCAN labels (euclidean); −1 is noise. Fewer points than ``min_cluster_size`` (or than
+    ``min_samples``, which HDBSCAN refuses) are all noise."""
+    if features.shape[0] < max(2, min_cluster_size, min_samples):
         return np.full(features.shape[0], NOISE, dtype=np.int64)
     from sklearn.cluster import HDBSCAN
 
     return HDBSCAN(
         min_cluster_size=min_cluster_size, min_samples=min_samples, metric="euclidean", copy=True
     ).fit_predict(features)
+
+
+GAP_DAYS = 7  # articles further apart than this, a week or more without one, end an event
+
+
+def split_long_clusters(
+    labels: np.ndarray,
+    vectors: np.ndarray,
+    dates: Sequence[dt.date],
+    max_span_days: int,
+    min_cluster_size: int,
+    min_samples: int,
+) -> tuple[np.ndarray, int]:
+    """Split every cluster whose dates span more than ``max_span_days``: real coverage of a story
+    runs for months and HDBSCAN chains it into one cluster. A long cluster is split by topic first
+    (HDBSCAN on its members' text vectors alone, when that finds two or more topics), each part
+    again while it is long; a part with one topic is cut in time, between consecutive articles
+    more than ``GAP_DAYS`` days apart (seven or more days without one), then into equal
+    stretches of at most ``max_span_days`` + 1 days. Returns the labels (parts get new labels after the existing ones; noise and short
+    clusters keep theirs) and how many clusters were split."""
+    labels = np.asarray(labels)
+    out = labels.copy()
+    day = np.array([d.toordinal() for d in dates], dtype=np.int64)
+    fresh = int(labels.max()) + 1 if len(labels) else 0
+    split = 0
+    for label in np.unique(labels[labels != NOISE]):
+        members = np.flatnonzero(labels == label)
+        if np.ptp(day[members]) <= max_span_days:
+            continue
+        split += 1
+        for part in _parts(members, vectors, day, max_span_days, min_cluster_size, min_samples):
+            out[part] = fresh
+            fresh += 1
+    return out, split
+
+
+def _parts(
+    members: np.ndarray, vectors: np.ndarray, day: np.ndarray, max_span: int, min_size: int, min_samples: int
+) -> list[np.ndarray]:
+    """``members`` (row numbers) as parts that each span at most ``max_span`` days."""
+    parts, pending = [], [members]
+    while pending:
+        rows = pending.pop()
+        if np.ptp(day[rows]) <= max_span:
+            parts.append(rows)
+            continue
+        topics = _topics(vectors[rows], min_size, min_samples)
+        if len(topics) > 1:
+            pending += [rows[t] for t in reversed(topics)]
+            continue
+        order = rows[np.argsort(day[rows], kind="stable")]
+        for stretch in np.split(order, np.flatnonzero(np.diff(day[order]) > GAP_DAYS) + 1):
+            days = day[stretch] - day[stretch[0]]
+            pieces = -(-(int(days[-1]) + 1) // (max_span + 1))
+            width = -(-(int(days[-1]) + 1) // pieces)  # at most max_span + 1
+            bucket = days // width  # sorted
+            parts += np.split(stretch, np.flatnonzero(np.diff(bucket)) + 1)
+    return parts
+
+
+def _topics(vectors: np.ndarray, min_size: int, min_samples: int) -> list[np.ndarray]:
+    """The topics HDBSCAN finds among ``vectors`` as row-number arrays, or all rows as one topic
+    unless it finds two or more that hold at least half of the rows. Stories mixed in one cluster
+    come apart with (nearly) no noise; one story's coverage is mostly noise to it (measured on
+    the test corpus of ``tests/pipelines/tce_stories.py`` with MiniLM: 0 noise for two stories,
+    153–224 of 221–235 articles for one, with two spurious topics in the rest). A point left out
+    of the topics joins the one whose centre is nearest: splitting loses no article."""
+    if len(vectors) < max(2, min_size, min_samples):
+        return [np.arange(len(vectors))]
+    from sklearn.cluster import HDBSCAN
+
+    labels = HDBSCAN(min_cluster_size=min_size, min_samples=min_samples, copy=True).fit_predict(vectors)
+    found = np.unique(labels[labels != NOISE])
+    if len(found) < 2 or (labels == NOISE).mean() > 0.5:
+        return [np.arange(len(vectors))]
+    centres = np.stack([vectors[labels == t].mean(axis=0) for t in found])
+    distance = (centres**2).sum(axis=1) - 2 * vectors @ centres.T  # squared, less the point's own norm
+    nearest = found[np.argmin(distance, axis=1)]
+    labels = np.where(labels == NOISE, nearest, labels)
+    return [np.flatnonzero(labels == t) for t in found]
 
 
 def form_tces(
@@ -194,8 +276,9 @@ def form_tces(
     """Clusters → ``(tces, tce_articles, rejects)``.
 
     A cluster is kept iff ``min_span_days ≤ (max date − min date).days ≤ max_span_days`` and it
-    has ≥ 2 distinct dates; over-long clusters are dropped, not split. ``k`` numbers the distinct
-    dates 1..n. ``tce_id`` hashes the partition key and the sorted article ids.
+    has ≥ 2 distinct dates (formation splits over-long clusters first, ``split_long_clusters``,
+    so none of its parts is too long). ``k`` numbers the distinct dates 1..n.
+    ``tce_id`` hashes the partition key and the sorted article ids.
     """
     members: dict[int, list[dict[str, Any]]] = defaultdict(list)
     rejects: list[tuple[dict[str, Any], str]] = []
