@@ -148,9 +148,9 @@ class Progress:
         if self.bar is not None:
             self.bar.update(n)
             return
-        tenths = 10 * self.done // max(1, self.total) if self.total is not None else self.logged + 1
-        if tenths > self.logged:
-            self.logged = tenths
+        tenths = 10 * self.done // max(1, self.total) if self.total is not None else None
+        if tenths is None or tenths > self.logged:
+            self.logged = tenths or 0
             self.log.info("%s: %d/%s", self.desc, self.done, "?" if self.total is None else self.total)
 
     def close(self) -> None:

@@ -227,11 +227,13 @@ def _append(name: str, files: list[str], words: int | None, config: Config, summ
     written = 0
     # of the rows read; undated ones are not written, so a corpus with some ends short of its total
     bar = Progress(f"stage=embed table={name} rows written", read if words is None else None, log)
-    for batch in counts.iter_batches(batch_size=None, batch_format="pyarrow"):
-        rows = sum(batch["rows"].to_pylist())
-        written += rows
-        bar.update(rows)
-    bar.close()
+    try:
+        for batch in counts.iter_batches(batch_size=None, batch_format="pyarrow"):
+            rows = sum(batch["rows"].to_pylist())
+            written += rows
+            bar.update(rows)
+    finally:
+        bar.close()
     _check_appended(name, _rows(connect(config.root), name) - before, written)
     if words is None:
         summary.rows_read, summary.rows_written = read, written

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
-import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -119,10 +118,10 @@ class Precleaner:
 
 
 def url_hash(url: str | None) -> int:
-    """A URL's 64-bit hash, the same in every process: the Precleaner travels from one window's
-    Ray worker to the next, where Python's own ``hash`` of a string is salted differently."""
-    digest = hashlib.blake2b((url or "").encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little", signed=True)
+    """A URL's 64-bit ``stable_id`` as an int64, the same in every process: the Precleaner travels
+    from one window's Ray worker to the next, where Python's own ``hash`` of a string is salted
+    differently."""
+    return int.from_bytes(bytes.fromhex(stable_id(url or "", length=8)), "little", signed=True)
 
 
 def embed_text(article: dict[str, Any], words: int = EMBED_WORDS) -> str:
@@ -202,8 +201,9 @@ def split_long_clusters(
     (HDBSCAN on its members' text vectors alone, when that finds two or more topics), each part
     again while it is long; a part with one topic is cut in time, between consecutive articles
     more than ``GAP_DAYS`` days apart (seven or more days without one), then into equal
-    stretches of at most ``max_span_days`` + 1 days. Returns the labels (parts get new labels after the existing ones; noise and short
-    clusters keep theirs) and how many clusters were split."""
+    stretches of at most ``max_span_days`` + 1 days. Returns the labels (parts get new labels
+    after the existing ones; noise and short clusters keep theirs) and how many clusters were
+    split."""
     labels = np.asarray(labels)
     out = labels.copy()
     day = np.array([d.toordinal() for d in dates], dtype=np.int64)
@@ -251,11 +251,7 @@ def _topics(vectors: np.ndarray, min_size: int, min_samples: int) -> list[np.nda
     the test corpus of ``tests/pipelines/tce_stories.py`` with MiniLM: 0 noise for two stories,
     153–224 of 221–235 articles for one, with two spurious topics in the rest). A point left out
     of the topics joins the one whose centre is nearest: splitting loses no article."""
-    if len(vectors) < max(2, min_size, min_samples):
-        return [np.arange(len(vectors))]
-    from sklearn.cluster import HDBSCAN
-
-    labels = HDBSCAN(min_cluster_size=min_size, min_samples=min_samples, copy=True).fit_predict(vectors)
+    labels = cluster_labels(vectors, min_size, min_samples)  # all noise when there are too few
     found = np.unique(labels[labels != NOISE])
     if len(found) < 2 or (labels == NOISE).mean() > 0.5:
         return [np.arange(len(vectors))]
