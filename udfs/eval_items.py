@@ -43,6 +43,9 @@ EVAL_ITEM_SCHEMA = pa.schema(
         pa.field("gold_article_ids", pa.list_(pa.string())),
         pa.field("category", pa.string()),
         pa.field("source_id", pa.string()),  # the builder's own id of the question
+        # what retrieval searches for, written by the builder (e.g. the event's title and the
+        # question's content); null: the harness's own query from the question
+        pa.field("query", pa.string()),
     ]
 )
 

@@ -168,8 +168,11 @@ def effective_cutoff(t_cut: dt.datetime, rc: RetrievalConfig) -> dt.datetime:
 
 
 def query_text(item: dict[str, Any]) -> str:
-    """The search query: the question (ForecastQA §6.1); ordering items add their choices
-    (TCELongBench's retrieve-once); without a question, the last background lines."""
+    """The search query: the builder's own ``query`` when it wrote one (OpenForecast: the event's
+    title and the question's content); else the question (ForecastQA §6.1), ordering items adding
+    their choices (TCELongBench's retrieve-once); without a question, the last background lines."""
+    if item.get("query"):
+        return item["query"]
     parts = [item.get("question") or ""]
     if item["type"] == "ordering":
         parts += list(item.get("choices") or [])

@@ -32,12 +32,13 @@ from udfs.llm_parsing import ParseError
 from udfs.text import first_words
 
 MODES = ("closed_book", "retrieval", "gold_context")
-ANSWER_FORMATS = ("choice", "verbalized")
+ANSWER_FORMATS = ("choice", "verbalized", "text")
 
 EVENTS_SCHEMA = pa.schema([pa.field("events", pa.list_(pa.string()))])
 ANSWER_SCHEMA = pa.schema([pa.field("answer", pa.string())])
 ORDER_SCHEMA = pa.schema([pa.field("order_letters", pa.string())])
 JSON_SCHEMA = pa.schema([pa.field("answer_json", pa.string())])
+TEXT_SCHEMA = pa.schema([pa.field("answer_text", pa.string())])
 VERDICT_SCHEMA = pa.schema([pa.field("verdict_yes", pa.bool_()), pa.field("verdict_label", pa.int32())])
 
 
@@ -84,11 +85,7 @@ def settings_for(
 
 def prompt_for(kind: str, task: str, setting: Setting, options: Options) -> str:
     if kind in CHOICE_TYPES:
-        return (
-            "evaluate.forecast_choice"
-            if setting.answer_format == "choice"
-            else "evaluate.forecast_verbalized"
-        )
+        return f"evaluate.forecast_{setting.answer_format}"
     if kind == "ordering":
         return "evaluate.forecast_order"
     return "evaluate.forecast_answer" if task in options.open_answer_tasks else "evaluate.forecast_events"
@@ -97,6 +94,7 @@ def prompt_for(kind: str, task: str, setting: Setting, options: Options) -> str:
 PARSERS: dict[str, tuple[Callable[[str], dict[str, Any]] | None, pa.Schema]] = {
     "evaluate.forecast_choice": (None, pa.schema([])),
     "evaluate.forecast_verbalized": (answers.parse_verbalized_json, JSON_SCHEMA),
+    "evaluate.forecast_text": (answers.parse_free_text, TEXT_SCHEMA),
     "evaluate.forecast_order": (answers.parse_order_columns, ORDER_SCHEMA),
     "evaluate.forecast_events": (answers.parse_continued_list, EVENTS_SCHEMA),
     "evaluate.forecast_answer": (answers.parse_short_answer, ANSWER_SCHEMA),
@@ -186,6 +184,8 @@ def prepare(
     }
     if kind != "open":
         variables["choices"] = shown
+    if setting.answer_format == "text":
+        variables["ask"] = answers.text_ask(kind)
     return Request(
         item=item,
         setting=setting,
@@ -267,7 +267,7 @@ def result_row(
         probs = None
         if reason is None:
             try:
-                probs = _choice_probs(answer, setting, request.permutation)
+                probs = _choice_probs(answer, request)
             except ParseError as exc:
                 reason = f"parse: {exc}"
         row.update(score_choice(item, probs))
@@ -286,11 +286,15 @@ def result_row(
     return row
 
 
-def _choice_probs(answer: dict[str, Any], setting: Setting, perm: list[int] | None) -> list[float]:
-    """Probabilities per original option from a choice or verbalized answer."""
-    if setting.answer_format == "choice":
+def _choice_probs(answer: dict[str, Any], request: Request) -> list[float]:
+    """Probabilities per original option from a choice, verbalized or free-text answer."""
+    perm, labels, fmt = request.permutation, request.labels, request.setting.answer_format
+    if fmt == "choice":
         presented = list(answer["option_probs"])
+    elif fmt == "text":
+        shown = [request.item["choices"][i] for i in perm] if perm is not None else []
+        ask = answers.text_ask(request.item["type"])
+        presented = answers.read_free_text(answer["answer_text"], ask, labels, shown)
     else:
-        labels = answers.option_labels(len(perm)) if perm is not None else list(YES_NO)
         presented = answers.parse_label_probabilities(answer["answer_json"], labels)
     return answers.to_original_order(presented, perm) if perm is not None else presented

@@ -175,7 +175,11 @@ def run(config: Config) -> BuildResult:
             ledger.write_rejected()
         else:
             write_benchmark_table(config.root, NAME, name, table)
-    items = [eval_item(s, _resolve(s, timelines)) for task in TASKS for s in samples[task]]
+    items = [
+        eval_item(s, _resolve(s, timelines), by_id[s["ce_id"]]["title"])
+        for task in TASKS
+        for s in samples[task]
+    ]
     tables["eval_items"] = write_eval_items(config.root, NAME, items)
 
     ledger.check()

@@ -225,6 +225,39 @@ def test_oracle_scores_exactly(ray_local, toy_root):
     _check_retrieval_log(toy_root)
 
 
+def oracle_text(variables: dict) -> str:
+    """Free-text answers in each paper's form, right when answered; tf-2 and bin-2 refuse."""
+    item = ITEMS[variables["question"]]
+    if item["item_id"] in ("tf-2", "bin-2"):
+        return "Nobody can know what the future holds." if item["type"] == "yesno" else "Probably yes."
+    if variables["ask"] == "probability":
+        return f"Rates rose twice already. *{0.8 if item['gold_value'] == 1.0 else 0.2}*"
+    if variables["ask"] == "yesno":
+        return f"{item['choices'][item['gold_index']]}, most likely."
+    right = item["choices"][item["gold_index"]]
+    label = next(c["label"] for c in variables["choices"] if c["text"] == right)
+    return f"I pick ({label.lower()})." if item["item_id"] == "mc-1" else right
+
+
+def test_free_text_answers_parse_the_papers_forms_and_count_refusals(toy_root):
+    script = ship_script({**SCRIPT, "evaluate.forecast_text": oracle_text})
+    llm = LLMConfig(backend="scripted", model="texter", script=script, batch_size=16)
+    outcome = evaluate.run(
+        evaluate.Config(root=toy_root, llm=llm, modes=("closed_book",), answer_formats=("text",))
+    )
+    board = {r["task"]: r for r in _rows(outcome.reports["leaderboard"], model="texter")}
+    assert {board[t]["setting"] for t in ("tf", "mc", "binary")} == {"closed_book.text"}
+    tf, mc, binary = board["tf"], board["mc"], board["binary"]
+    # tf: 2 right, 1 refusal (wrong, uniform Brier 0.5); mc: both right; binary: 0.8 on the truth, 1 refusal
+    assert (tf["n"], tf["n_answered"], tf["accuracy"], tf["accuracy_answered"]) == (3, 2, 2 / 3, 1.0)
+    assert math.isclose(tf["refusal_rate"], 1 / 3) and math.isclose(tf["brier"], 0.5 / 3)
+    assert (mc["accuracy"], mc["brier"], mc["refusal_rate"]) == (1.0, 0.0, 0.0)
+    assert binary["accuracy"] == 0.5 and math.isclose(binary["brier"], (4.0 + 25.0) / 2)
+    reasons = {r["item_id"]: r["refusal_reason"] for r in outcome.results if r["refusal"]}
+    assert set(reasons) == {"tf-2", "bin-2"}
+    assert "no yes or no" in reasons["tf-2"] and "no *probability*" in reasons["bin-2"]
+
+
 def test_an_index_that_misdates_a_late_article_aborts_the_run(toy_root):
     """A stale index claims the late article was published early: the engine's prefilter and its
     own check pass it; the second check, against the articles table, stops the run (in the Ray

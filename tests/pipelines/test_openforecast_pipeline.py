@@ -163,6 +163,12 @@ def test_every_task_and_split_is_non_empty(scripted):
     items = _read(config, "eval_items")
     assert items.num_rows == sum(result.tables[t].num_rows for t in TASKS)
     assert None not in items.column("t_cut").to_pylist()
+    titles = {r["ce_id"]: r["title"] for r in result.tables["ce"].to_pylist()}
+    ce_of = {r["sample_id"]: r["ce_id"] for t in TASKS for r in result.tables[t].to_pylist()}
+    for item in items.to_pylist():  # topical queries: the event's title, then the question's content
+        assert item["query"].startswith(titles[ce_of[item["source_id"]]] + " "), item["item_id"]
+    ltf = [i["query"] for i in items.to_pylist() if i["task"] == "ltf"]
+    assert len(ltf) > 1 and len(set(ltf)) == len(ltf)
     assert storage.exists(storage.join(config.root, "benchmarks", "openforecast", "dataset_card.md"))
     assert result.card["prompt_versions"]["timeline_r00"] == "openforecast.extract_news@v2"
     llm_stages = [s for s in result.summaries if s.metrics.get("requests_total") is not None]

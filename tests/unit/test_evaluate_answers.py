@@ -140,3 +140,52 @@ def test_scoring_orders_and_open_items():
     scored = score_open(open_item, ["p1", "p2", "p3", "p4"], [0, 0, None, None], [False, False, True, False])
     assert scored["open_precision"] == pytest.approx(0.75) and scored["open_recall"] == pytest.approx(0.6)
     assert scored["open_f1_code"] == pytest.approx(0.5) and scored["open_stage1"] == [0, 0, -1, -1]
+
+
+OPTIONS = ["A ceasefire is signed", "Talks collapse", "The mediator resigns", "Nothing changes"]
+
+
+@pytest.mark.parametrize(
+    ("text", "ask", "expected"),
+    [
+        ("Yes.", "yesno", [1.0, 0.0]),
+        ("I would say no, because rates fell.", "yesno", [0.0, 1.0]),
+        ("Reasoning... *0.3* then revised to *0.65*", "probability", [0.65, 0.35]),
+        ("*1.0*", "probability", [1.0, 0.0]),
+        ("* .25 *", "probability", [0.25, 0.75]),
+        ("The answer is (c), since talks stalled (a)", "letter", [0.0, 0.0, 1.0, 0.0]),
+        ("B. Talks collapse.", "letter", [0.0, 1.0, 0.0, 0.0]),
+        ("d)", "letter", [0.0, 0.0, 0.0, 1.0]),
+        ("talks collapse.", "letter", [0.0, 1.0, 0.0, 0.0]),
+        ("A ceasefire is signed.", "letter", [1.0, 0.0, 0.0, 0.0]),  # the option's text, not letter A
+        ("the mediator resigns", "letter", [0.0, 0.0, 1.0, 0.0]),
+    ],
+)
+def test_free_text_answers_in_the_papers_forms(text, ask, expected):
+    labels = answers.option_labels(4) if ask == "letter" else ["Yes", "No"]
+    assert answers.read_free_text(text, ask, labels, OPTIONS if ask == "letter" else []) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "ask"),
+    [
+        ("The future cannot be known.", "yesno"),
+        ("Nobody knows.", "yesno"),
+        ("Probably yes, around 0.7.", "probability"),
+        ("*1.5*", "probability"),
+        ("I cannot choose between these options.", "letter"),
+        ("(e) none of them", "letter"),
+        ("E. none", "letter"),
+    ],
+)
+def test_free_text_without_an_answer_form_is_a_refusal(text, ask):
+    labels = answers.option_labels(4) if ask == "letter" else ["Yes", "No"]
+    with pytest.raises(ParseError, match="refusal"):
+        answers.read_free_text(text, ask, labels, OPTIONS)
+
+
+def test_free_text_stage_parser_keeps_the_reply_and_refuses_an_empty_one():
+    assert answers.parse_free_text("  (b)\n") == {"answer_text": "(b)"}
+    with pytest.raises(ParseError, match="empty"):
+        answers.parse_free_text(" \n")
+    assert [answers.text_ask(k) for k in ("yesno", "mc", "binary_prob")] == ["yesno", "letter", "probability"]

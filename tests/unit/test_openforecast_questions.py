@@ -9,7 +9,7 @@ import pytest
 from udfs.eval_items import items_table
 from udfs.openforecast import questions as q
 from udfs.openforecast.dates import add_months, extract_date, period
-from udfs.openforecast.items import eval_item
+from udfs.openforecast.items import LTF_QUESTION, eval_item, search_query
 from udfs.openforecast.structured import really_happened
 from udfs.openforecast.temporal import (
     PAPER_CUTOFFS,
@@ -288,13 +288,29 @@ def test_eval_items_from_every_task_validate():
         "wrong_answers": ["Navy", "Police", "Rebels"],
     }
     aqa, mcac = q.build_argument_pair(request, parsed, 0)
-    items = [eval_item(s, None) for s in (ltf, stf, mcnc, vqa, aqa, mcac)]
+    items = [eval_item(s, None, "Harbour dispute") for s in (ltf, stf, mcnc, vqa, aqa, mcac)]
     table = items_table(items)
     assert table.column("type").to_pylist() == ["open", "open", "mc", "yesno", "open", "mc"]
     for item, sample in zip(items, (ltf, stf, mcnc, vqa, aqa, mcac), strict=True):
         assert item["t_cut"] == dt.datetime.combine(sample["t_cut"], dt.time(), dt.UTC)
         assert item["background"] == sample["background"] and item["t_cut"] is not None
+        assert item["query"].startswith("Harbour dispute ")
     json.dumps(items, default=str)
+
+
+def test_search_queries_carry_the_event_and_the_question_content():
+    """The fixed LTF/STF/MCNC question texts never reach the query; what varies per item does."""
+    tl = _timeline(12)
+    ltf, stf = q.sample_ltf(tl, 0)[0][0], q.sample_stf(tl, 0)[0][0]
+    mcnc, _ = _mcnc_question(0)
+    vqa = q.build_vqa(mcnc, 0)
+    assert search_query(ltf, "Title") == " ".join(["Title", *ltf["background"][-2:]])
+    assert search_query(stf, "Title") == " ".join(["Title", *stf["background"][-2:]])
+    assert search_query(mcnc, "Title") == " ".join(["Title", *mcnc["choices"]])
+    assert search_query(vqa, None) == vqa["question"]
+    for sample in (ltf, stf, mcnc):
+        question = sample.get("question") or LTF_QUESTION
+        assert question not in search_query(sample, "Title")
 
 
 def _ledger(tmp_path):

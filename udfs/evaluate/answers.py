@@ -102,6 +102,65 @@ def parse_order_columns(text: str) -> dict[str, Any]:
     return {"order_letters": "".join(re.findall(r"[A-Z]", match.group(0)))}
 
 
+TEXT_ASKS = ("yesno", "letter", "probability")  # what a free-text answer is asked for
+_YES_NO_WORD = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
+_PAREN_LETTER = re.compile(r"\(([A-Za-z])\)")
+_LEADING_LETTER = re.compile(r"^\s*([A-Za-z])(?:[).:]|\s|$)")
+_STARRED = re.compile(r"\*\s*(0(?:\.\d+)?|1(?:\.0+)?|\.\d+)\s*\*")
+
+
+def text_ask(kind: str) -> str:
+    """What the free-text prompt asks an item type for: a probability for binary outcomes
+    (PROPHET's ``*0.xx*``), a letter for options, else Yes or No."""
+    return {"binary_prob": "probability", "mc": "letter"}.get(kind, "yesno")
+
+
+def parse_free_text(text: str) -> dict[str, Any]:
+    """Stage parser of a free-text answer: the reply as written (read per item by
+    ``read_free_text``); an empty reply is a refusal."""
+    if not (text or "").strip():
+        raise ParseError("empty answer")
+    return {"answer_text": text.strip()}
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.lower().strip().strip("\"'").rstrip(".").split())
+
+
+def read_free_text(text: str, ask: str, labels: Sequence[str], options: Sequence[str] = ()) -> list[float]:
+    """The presented-order probabilities a free-text answer states, in the papers' forms:
+    ``probability`` — the last ``*p*`` with p in [0, 1] (PROPHET) → [p, 1 − p]; ``yesno`` — the
+    first word yes or no (Daily Oracle) → one-hot; ``letter`` — the first ``(x)``, else a reply
+    that is exactly one option's text, else a leading ``x.``/``x)``/``x:`` (TCELongBench's
+    ``A. <text>.``) → one-hot. The exact text comes before the leading letter (Daily Oracle checks
+    it last) because an option may itself start with the word "A". Anything else raises
+    ParseError: a refusal."""
+    if ask == "probability":
+        found = _STARRED.findall(text)
+        if not found:
+            raise ParseError("refusal: no *probability* in the answer")
+        p = float(found[-1])
+        return [p, 1.0 - p]
+    if ask == "yesno":
+        match = _YES_NO_WORD.search(text)
+        if not match:
+            raise ParseError("refusal: no yes or no in the answer")
+        return [1.0, 0.0] if match.group(1).lower() == "yes" else [0.0, 1.0]
+    wanted = [label.lower() for label in labels]
+    named = [i for i, option in enumerate(options) if _normal(option) == _normal(text)]
+    letter = next((m for m in _PAREN_LETTER.findall(text) if m.lower() in wanted), None)
+    if letter is None and not named:
+        lead = _LEADING_LETTER.match(text)
+        letter = lead.group(1) if lead and lead.group(1).lower() in wanted else None
+    if letter is not None:
+        index = wanted.index(letter.lower())
+    elif len(named) == 1:
+        index = named[0]
+    else:
+        raise ParseError("refusal: no option named in the answer")
+    return [1.0 if i == index else 0.0 for i in range(len(labels))]
+
+
 _PROBABILITY = r"(0(\.[0-9]{1,3})?|1(\.0{1,3})?)"
 MAX_ORDER_CHOICES = 5  # up to 5! = 120 permutations as a choice; longer orders get a letters regex
 
