@@ -40,6 +40,9 @@ EVAL_ITEM_SCHEMA = pa.schema(
         pa.field("t_cut", UTC_TS, nullable=False),
         pa.field("t_resolve", UTC_TS),
         pa.field("context_article_ids", pa.list_(pa.string())),  # the articles the item may use, if fixed
+        # a builder's score of each context article, in the same order (PROPHET: its CIL; null:
+        # none); the cil_high / cil_low settings show the highest / lowest scored
+        pa.field("context_scores", pa.list_(pa.float64())),
         pa.field("gold_article_ids", pa.list_(pa.string())),
         pa.field("category", pa.string()),
         pa.field("source_id", pa.string()),  # the builder's own id of the question
@@ -79,6 +82,9 @@ def validate_item(item: dict[str, Any]) -> None:
             raise InvalidItemError(f"{item['item_id']}: gold_order must be a permutation of the choices")
     elif not item.get("gold_texts"):
         raise InvalidItemError(f"{item['item_id']}: open items need gold_texts")
+    scores = item.get("context_scores")
+    if scores is not None and len(scores) != len(item.get("context_article_ids") or []):
+        raise InvalidItemError(f"{item['item_id']}: context_scores must match context_article_ids")
     overlap = set(item.get("context_article_ids") or []) & set(item.get("gold_article_ids") or [])
     if overlap:
         raise InvalidItemError(

@@ -17,11 +17,12 @@ from typing import Any
 
 from pipelines.index.engine import TABLE, ArticleIndex, IndexHit, passage_table, require_index
 from udfs import retrieval
-from udfs.retrieval import Hit, LeakageError
+from udfs.evaluate import within
+from udfs.retrieval import Hit, LeakageError, check_hits
 from udfs.text import first_words
 from udfs.timeutil import to_utc
 
-RETRIEVERS = ("bm25", "dense", "hybrid")
+RETRIEVERS = ("bm25", "dense", "hybrid", *within.SCORED)
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,9 @@ class RetrievalConfig:
     since: dt.date | None = None  # lower bound of the accessible window (inclusive)
     rag_cutoff: dt.date | None = None  # Daily Oracle's R: the cutoff is min(t_cut, R)
     strict: bool = False  # BM25 statistics from the eligible window only (pipelines.index.strict)
+    # show each article's LLM summary instead of its text (PROPHET §5); ``dense`` then ranks the
+    # item's articles by their summaries (naive RAG) instead of searching the index
+    summaries: bool = False
 
     def __post_init__(self) -> None:
         if self.k < 1 or self.doc_words < 1 or (self.chunk_words is not None and self.chunk_words < 1):
@@ -48,7 +52,8 @@ PAPER_RETRIEVAL: dict[str, RetrievalConfig] = {
         k=5, doc_words=512, since=retrieval.DAILY_ORACLE_START, strict=True
     ),
     "tcelongbench": RetrievalConfig(k=3, doc_words=512, chunk_words=512),  # u = 3 chunks of 512
-    "prophet": RetrievalConfig(k=10),  # N = 10 inside the question's kept evidence set
+    # N = 10 inside the question's kept evidence set, every article shown as its summary
+    "prophet": RetrievalConfig(k=10, summaries=True),
 }
 
 
@@ -95,14 +100,23 @@ class Corpus:
         rows = self.table().articles(ids, ["article_id", "title", "text", "published_at"])
         return {r["article_id"]: r for r in rows.to_pylist()}
 
-    def retrieve(self, item: dict[str, Any], retriever: str, rc: RetrievalConfig) -> Context:
+    def retrieve(
+        self,
+        item: dict[str, Any],
+        retriever: str,
+        rc: RetrievalConfig,
+        summaries: dict[str, str] | None = None,
+    ) -> Context:
         """Top-k eligible documents for an item: published in ``[since, min(t_cut, R))``, never
-        a gold article, inside the item's fixed article set when it has one."""
+        a gold article, inside the item's fixed article set when it has one. With ``summaries``
+        (article id → summary; ``rc.summaries``) every article is shown as its summary."""
         if retriever not in RETRIEVERS:
             raise ValueError(f"retriever must be one of {RETRIEVERS}")
-        index = self.table(passage_table(rc.chunk_words) if rc.chunk_words else TABLE)
         cutoff = effective_cutoff(item["t_cut"], rc)
-        within = set(item.get("context_article_ids") or []) or None
+        if retriever in within.SCORED or (summaries is not None and retriever == "dense"):
+            return self._within(item, retriever, rc, cutoff, summaries or {})
+        index = self.table(passage_table(rc.chunk_words) if rc.chunk_words else TABLE)
+        within_ids = set(item.get("context_article_ids") or []) or None
         exclude = set(item.get("gold_article_ids") or [])
         strict = rc.strict and retriever != "dense"
         hits = index.search(  # the articles' own rows are read below; a passage brings its text
@@ -112,7 +126,7 @@ class Corpus:
             retriever,
             rc.since,
             exclude,
-            within,
+            within_ids,
             strict=strict,
             text=index.passages,
         )
@@ -120,10 +134,43 @@ class Corpus:
         check_context(item, hits, articles, cutoff)
         hits = sorted(hits, key=lambda h: (h.published_at, h.rank))  # oldest first (ForecastQA R4, ours)
         return Context(
-            docs=[_doc(h, articles[h.source_id or h.doc_id], rc.doc_words) for h in hits],
+            docs=[_doc(h, articles[h.source_id or h.doc_id], rc.doc_words, summaries) for h in hits],
             ids=[h.doc_id for h in hits],
             dates=[h.published_at for h in hits],
-            n_eligible=index.count(cutoff, rc.since, exclude, within),
+            n_eligible=index.count(cutoff, rc.since, exclude, within_ids),
+        )
+
+    def _within(
+        self,
+        item: dict[str, Any],
+        retriever: str,
+        rc: RetrievalConfig,
+        cutoff: dt.datetime,
+        summaries: dict[str, str],
+    ) -> Context:
+        """The top k of the item's own article set by its scores (``cil_high`` / ``cil_low``) or
+        by the similarity of their summaries to the question (naive RAG), chosen among the
+        eligible articles only (``udfs.evaluate.within``)."""
+        articles = self.articles(list(item.get("context_article_ids") or []))
+        ids = within.eligible(item, articles, cutoff, rc.since)
+        if retriever in within.SCORED:
+            chosen = within.by_score(item, ids, rc.k, highest=retriever == "cil_high")
+        else:
+            texts = [summaries.get(a) or first_words(articles[a]["text"] or "", rc.doc_words) for a in ids]
+            vectors = self.table().embed([query_text(item), *texts])
+            chosen = within.by_similarity(vectors[0], ids, vectors[1:], rc.k)
+        hits = [
+            Hit(doc_id=a, published_at=to_utc(articles[a]["published_at"]), score=score, rank=rank)
+            for rank, (a, score) in enumerate(chosen, 1)
+        ]
+        check_hits(hits, cutoff)
+        check_context(item, hits, articles, cutoff)
+        hits.sort(key=lambda h: (h.published_at, h.rank))
+        return Context(
+            docs=[_doc(h, articles[h.doc_id], rc.doc_words, summaries) for h in hits],
+            ids=[h.doc_id for h in hits],
+            dates=[h.published_at for h in hits],
+            n_eligible=len(ids),
         )
 
     def gold(self, item: dict[str, Any], doc_words: int) -> Context | None:
@@ -151,13 +198,19 @@ class Corpus:
         )
 
 
-def _doc(hit: IndexHit, article: dict[str, Any], doc_words: int) -> dict[str, str]:
-    """A retrieved document as the prompt shows it: a passage shows itself, an article its body."""
-    body = hit.text if hit.source_id else article["text"]
+def _doc(
+    hit: Hit, article: dict[str, Any], doc_words: int, summaries: dict[str, str] | None
+) -> dict[str, str]:
+    """A retrieved document as the prompt shows it: a passage shows itself, an article its
+    summary when there are summaries (and it has one), else its body."""
+    if isinstance(hit, IndexHit) and hit.source_id:
+        body = hit.text or ""
+    else:
+        body = (summaries or {}).get(hit.doc_id) or article["text"] or ""
     return {
         "date": hit.published_at.date().isoformat(),
         "title": article["title"] or "",
-        "text": first_words(body or "", doc_words),
+        "text": first_words(body, doc_words),
     }
 
 

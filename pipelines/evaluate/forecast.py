@@ -2,7 +2,9 @@
 
 A *setting* is a mode (``closed_book``, ``retrieval`` with a retriever, ``gold_context``) and an
 answer format (``choice``: option probabilities from next-token log-probabilities;
-``verbalized``: a generated JSON distribution; ``generate``: ordering letters, event lists or
+``verbalized``: a generated JSON distribution; ``text``, ``scratchpad``, ``cot``: a free-text
+answer, plain or after PROPHET's reasoning steps, read in the papers' answer forms, where no
+answer is a refusal; ``generate``: ordering letters, event lists or
 short answers). The prompt text is the same in every mode except its context block.
 
 - yes/no, MC and binary-probability items → a probability per option (binary: P(yes));
@@ -25,14 +27,16 @@ import pyarrow as pa
 from pipelines.evaluate.context import Context, Corpus, RetrievalConfig
 from pipelines.llm.stage import LLMStage, StageRunner
 from udfs.eval_items import YES_NO
-from udfs.evaluate import answers
+from udfs.evaluate import answers, within
 from udfs.evaluate.scoring import CHOICE_TYPES, base_row, score_choice, score_order
 from udfs.ids import stable_id
 from udfs.llm_parsing import ParseError
 from udfs.text import first_words
 
 MODES = ("closed_book", "retrieval", "gold_context")
-ANSWER_FORMATS = ("choice", "verbalized", "text")
+# free-text formats: a plain answer, and PROPHET's ScratchPad (g) and chain-of-thought (h) reasoning
+FREE_TEXT = ("text", "scratchpad", "cot")
+ANSWER_FORMATS = ("choice", "verbalized", *FREE_TEXT)
 
 EVENTS_SCHEMA = pa.schema([pa.field("events", pa.list_(pa.string()))])
 ANSWER_SCHEMA = pa.schema([pa.field("answer", pa.string())])
@@ -56,6 +60,12 @@ class Setting:
     def name(self) -> str:
         mode = f"{self.mode}-{self.retriever}" if self.retriever else self.mode
         return f"{mode}.{self.answer_format}"
+
+    @property
+    def forecasting(self) -> bool:
+        """False for reading comprehension (gold context) and for the CIL bounds, which pick
+        articles knowing the outcome."""
+        return self.mode != "gold_context" and self.retriever not in within.SCORED
 
 
 @dataclass(frozen=True)
@@ -94,7 +104,7 @@ def prompt_for(kind: str, task: str, setting: Setting, options: Options) -> str:
 PARSERS: dict[str, tuple[Callable[[str], dict[str, Any]] | None, pa.Schema]] = {
     "evaluate.forecast_choice": (None, pa.schema([])),
     "evaluate.forecast_verbalized": (answers.parse_verbalized_json, JSON_SCHEMA),
-    "evaluate.forecast_text": (answers.parse_free_text, TEXT_SCHEMA),
+    **{f"evaluate.forecast_{fmt}": (answers.parse_free_text, TEXT_SCHEMA) for fmt in FREE_TEXT},
     "evaluate.forecast_order": (answers.parse_order_columns, ORDER_SCHEMA),
     "evaluate.forecast_events": (answers.parse_continued_list, EVENTS_SCHEMA),
     "evaluate.forecast_answer": (answers.parse_short_answer, ANSWER_SCHEMA),
@@ -152,13 +162,20 @@ class Request:
 
 
 def prepare(
-    item: dict[str, Any], setting: Setting, corpus: Corpus, rc: RetrievalConfig, options: Options
+    item: dict[str, Any],
+    setting: Setting,
+    corpus: Corpus,
+    rc: RetrievalConfig,
+    options: Options,
+    summaries: dict[str, str] | None = None,
 ) -> Request | str:
     """An item's prompt variables (and context) in one setting, or the reason it cannot be
     evaluated there."""
     context: Context | None = None
+    if setting.retriever in within.SCORED and all(s is None for s in item.get("context_scores") or []):
+        return "no_context_scores"
     if setting.mode == "retrieval":
-        context = corpus.retrieve(item, setting.retriever or "bm25", rc)
+        context = corpus.retrieve(item, setting.retriever or "bm25", rc, summaries)
     elif setting.mode == "gold_context":
         context = corpus.gold(item, rc.doc_words)
         if context is None:
@@ -184,7 +201,7 @@ def prepare(
     }
     if kind != "open":
         variables["choices"] = shown
-    if setting.answer_format == "text":
+    if setting.answer_format in FREE_TEXT:
         variables["ask"] = answers.text_ask(kind)
     return Request(
         item=item,
@@ -253,7 +270,7 @@ def result_row(
         mode=setting.mode,
         retriever=setting.retriever,
         answer_format=setting.answer_format,
-        forecasting=setting.mode != "gold_context",
+        forecasting=setting.forecasting,
         permutation=request.permutation,
         option_mass=answer["option_mass"],
         prompt_id=answer["prompt_id"],
@@ -291,7 +308,7 @@ def _choice_probs(answer: dict[str, Any], request: Request) -> list[float]:
     perm, labels, fmt = request.permutation, request.labels, request.setting.answer_format
     if fmt == "choice":
         presented = list(answer["option_probs"])
-    elif fmt == "text":
+    elif fmt in FREE_TEXT:
         shown = [request.item["choices"][i] for i in perm] if perm is not None else []
         ask = answers.text_ask(request.item["type"])
         presented = answers.read_free_text(answer["answer_text"], ask, labels, shown)

@@ -18,6 +18,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from udfs import storage
 from udfs.evaluate.baselines import baseline_results, ordering_uniform
@@ -40,11 +41,25 @@ def eval_uri(root: str, *parts: str) -> str:
 
 
 def write_results(root: str, benchmark: str, model: str, rows: list[dict[str, Any]]) -> None:
-    """Per-item results of one benchmark and model, replacing only the settings present."""
+    """Per-item results of one benchmark and model. Within each setting present, the splits this
+    run evaluated are replaced and the others' earlier results are kept, so runs over different
+    ``--splits`` (PROPHET's L1, L2, none) coexist; other settings are untouched."""
+    uri = eval_uri(root, benchmark, model_slug(model), "results")
     table = pa.Table.from_pylist(
         [{f.name: r.get(f.name) for f in RESULT_SCHEMA} for r in rows], RESULT_SCHEMA
     )
-    storage.write_dataset(table, eval_uri(root, benchmark, model_slug(model), "results"), ["setting"])
+
+    def runs(t: pa.Table) -> pa.ChunkedArray:  # one (setting, split) key per row
+        return pc.binary_join_element_wise(t["setting"], t["split"], "\x1f")
+
+    kept = storage.read_table(
+        uri,
+        RESULT_SCHEMA,
+        partition_cols=["setting"],
+        filter=pc.field("setting").isin(pc.unique(table["setting"])),
+    )
+    kept = kept.filter(pc.invert(pc.is_in(runs(kept), value_set=pc.unique(runs(table)))))
+    storage.write_dataset(pa.concat_tables([kept.select(RESULT_SCHEMA.names), table]), uri, ["setting"])
 
 
 def write_rejected(root: str, benchmark: str, model: str, rows: list[tuple[str, str, str]]) -> None:

@@ -40,6 +40,7 @@ from pipelines.evaluate.forecast import (
 )
 from pipelines.evaluate.inputs import load_items, select
 from pipelines.evaluate.judge import judge_open
+from pipelines.evaluate.summaries import summarize
 from pipelines.index.engine import passage_table, require_index
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.ray_env import ensure_ray
@@ -135,12 +136,36 @@ class Outcome:
 
 
 def _prepare_group(
-    root: str, options: Options, group: list[dict[str, Any]], setting: Setting, rc: RetrievalConfig
+    root: str,
+    options: Options,
+    group: list[dict[str, Any]],
+    setting: Setting,
+    rc: RetrievalConfig,
+    summaries: dict[str, str] | None,
 ) -> list[Request | str]:
     """The requests (or reasons) of one (benchmark, task, setting), in a Ray worker: the index's
     searches and their working memory, which grow with the corpus, stay out of the driver."""
     corpus = Corpus(root)
-    return [prepare(item, setting, corpus, rc, options) for item in group]
+    return [prepare(item, setting, corpus, rc, options, summaries) for item in group]
+
+
+def _article_summaries(
+    config: Config, groups: dict[tuple[str, str], list[dict[str, Any]]], summarizer: StageRunner
+) -> dict[str, ray.ObjectRef]:
+    """Per benchmark whose retrieval shows summaries, the summaries of its items' article sets
+    (one stage over all of them), put in Ray's object store once for every setting's task."""
+    wanted: dict[str, set[str]] = defaultdict(set)
+    words: dict[str, int] = {}
+    for (benchmark, _), group in groups.items():
+        rc = retrieval_config(benchmark, config.retrieval, config.retrieval_override)
+        if rc.summaries and "retrieval" in config.modes:
+            words[benchmark] = rc.doc_words
+            for item in group:
+                wanted[benchmark].update(item.get("context_article_ids") or [])
+    if not wanted:
+        return {}
+    found = summarize(config.root, set().union(*wanted.values()), summarizer, max(words.values()))
+    return {b: ray.put({a: found[a] for a in ids if a in found}) for b, ids in wanted.items()}
 
 
 def run(config: Config) -> Outcome:
@@ -187,6 +212,14 @@ def run(config: Config) -> Outcome:
     requests: list[Request] = []
     rejected: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
     ensure_ray(config.llm)
+    summarizer = StageRunner(
+        config.root,
+        f"eval/_summaries/{report.model_slug(judge_llm.model)}",
+        judge_llm,
+        force=config.force,
+        plan_only=config.plan,
+    )
+    article_summaries = _article_summaries(config, groups, summarizer)
     prepare_group = ray.remote(_prepare_group)
     preparing: list[tuple[str, list[dict[str, Any]], Setting, RunSummary, ray.ObjectRef]] = []
     setting_summaries: dict[tuple[str, str, str], RunSummary] = {}
@@ -204,7 +237,7 @@ def run(config: Config) -> Outcome:
                     group,
                     setting,
                     summary,
-                    prepare_group.remote(config.root, options, group, setting, rc),
+                    prepare_group.remote(config.root, options, group, setting, rc, article_summaries.get(benchmark)),
                 )
             )
     for benchmark, group, setting, summary, ref in preparing:
@@ -217,8 +250,8 @@ def run(config: Config) -> Outcome:
         summary.finish()  # its time is the preparation (retrieval) time
     outputs = run_forecasts(requests, runner)
     if config.plan:
-        print(StagePlan.table(runner.plans))
-        return Outcome(len(items), [], {}, [*summaries, *runner.summaries])
+        print(StagePlan.table(summarizer.plans + runner.plans))
+        return Outcome(len(items), [], {}, [*summaries, *summarizer.summaries, *runner.summaries])
     rows = [
         result_row(r, a, model, config.llm.backend, options) for r, a in zip(requests, outputs, strict=True)
     ]
@@ -259,6 +292,7 @@ def run(config: Config) -> Outcome:
     all_summaries = [
         *summaries,
         *setting_summaries.values(),
+        *summarizer.summaries,
         *runner.summaries,
         *judge.summaries,
     ]
@@ -272,7 +306,7 @@ def run(config: Config) -> Outcome:
             "results_written": len(rows),
             "judges": judged,
             "retrieval": list(retrieval_log.values()),
-            "prompt_versions": {**runner.prompts_used, **judge.prompts_used},
+            "prompt_versions": {**summarizer.prompts_used, **runner.prompts_used, **judge.prompts_used},
             "summaries": [s.to_dict() for s in all_summaries],
             "config": plain(config),
             "seconds": round(time.time() - started, 1),

@@ -85,9 +85,13 @@ def question_rows(
     return out
 
 
-def eval_items(question_rows: list[dict[str, Any]], evidence: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def eval_items(
+    question_rows: list[dict[str, Any]], evidence: list[dict[str, Any]], cil_rows: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """One ``binary_prob`` item per question: cutoff D (00:00 UTC of the resolution date), the kept
-    evidence as its allowed context, and its split."""
+    evidence as its allowed context with each article's CIL as its score (null when its CIL
+    failed; §5's CIL-high / CIL-low settings), and its split."""
+    cil = {(r["question_id"], r["article_id"]): r["cil"] for r in cil_rows if r["status"] == "ok"}
     context: dict[str, list[str]] = defaultdict(list)
     for e in sorted(evidence, key=lambda e: (e["question_id"], e["rank"])):
         context[e["question_id"]].append(e["article_id"])
@@ -112,6 +116,7 @@ def eval_items(question_rows: list[dict[str, Any]], evidence: list[dict[str, Any
             "t_cut": cutoff_instant(q["resolution_date"]),
             "t_resolve": cutoff_instant(q["resolution_date"]),
             "context_article_ids": context[q["question_id"]],
+            "context_scores": [cil.get((q["question_id"], a)) for a in context[q["question_id"]]],
             "category": q["source"],
             "source_id": q["question_id"],
         }

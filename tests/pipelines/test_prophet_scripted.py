@@ -337,6 +337,8 @@ def check_outputs(result, root: str, answers: dict[str, int], dates: dict[str, d
     for item in items.to_pylist():
         assert item["t_cut"] == dt.datetime.combine(dates[item["item_id"]], MIDNIGHT)
         assert item["split"] == questions[item["item_id"]]["split"]
+        scores = {r["article_id"]: r["cil"] for r in cil if r["question_id"] == item["item_id"]}
+        assert item["context_scores"] == [scores[a] for a in item["context_article_ids"]] and scores
     card = storage.read_json(Layout(root).benchmark("prophet", "dataset_card.json"))
     assert card["counts"]["questions"] == 2 and card["prompt_versions"]
     assert card["counts"]["corpus_articles_searchable"] == len(ARTICLE_DATES) - 2

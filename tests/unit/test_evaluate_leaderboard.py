@@ -171,3 +171,54 @@ def test_limit_takes_the_same_seeded_sample():
     again, _ = select(list(reversed(items)), None, 3, seed=1)
     assert [i["item_id"] for i in first] == [i["item_id"] for i in again]
     assert summary.rejected == {"over_limit": 7} and summary.reconciles
+
+
+def test_splits_are_never_pooled_and_baselines_follow_them():
+    """PROPHET's L1 and L2 are different populations: one row (and one "All" row) per split."""
+    rows = [
+        result("a", "yesno", 1.0, 0.0, split="L1"),
+        result("b", "yesno", 1.0, 0.0, split="L1"),
+        result("c", "yesno", 0.0, 2.0, split="L2", gold_index=1),
+        result("d", "mc", 1.0, 0.0, split="L1", n_choices=4),
+        result("e", "mc", 0.0, 2.0, split="L2", n_choices=4, gold_index=2),
+    ]
+    items = [{**r, "choices": ["w", "x", "y", "z"][: r["n_choices"]]} for r in rows]
+    board = leaderboard(rows + baseline_results(items)).to_pylist()
+    mine = {(r["task"], r["split"]): r for r in board if r["model"] == "m"}
+    assert set(mine) == {(t, s) for t in ("yesno", "mc", ALL_MICRO, ALL_MACRO) for s in ("L1", "L2")}
+    assert (mine[("yesno", "L1")]["n"], mine[("yesno", "L1")]["accuracy"]) == (2, 1.0)
+    assert (mine[("yesno", "L2")]["n"], mine[("yesno", "L2")]["accuracy"]) == (1, 0.0)
+    assert mine[(ALL_MICRO, "L1")]["n"] == 3 and mine[(ALL_MICRO, "L2")]["accuracy"] == 0.0
+    majority = {(r["task"], r["split"]): r for r in board if r["model"] == "baseline:majority"}
+    # L1's yes/no golds are both Yes, L2's only one is No: each split's own majority is right
+    assert majority[("yesno", "L1")]["accuracy"] == 1.0 and majority[("yesno", "L2")]["accuracy"] == 1.0
+
+
+def written(*args, **kw):
+    """A result row as the harness writes it: with its item's cutoff."""
+    return {**result(*args, **kw), "t_cut": CUT}
+
+
+def test_runs_over_different_splits_keep_each_others_results(tmp_path):
+    from pipelines.evaluate import report
+
+    root = str(tmp_path)
+    l1 = [written("a", "yesno", 1.0, 0.0, split="L1"), written("b", "yesno", 0.0, 2.0, split="L1")]
+    report.write_results(root, "prophet", "m", l1)
+    report.write_results(root, "prophet", "m", [written("c", "yesno", 1.0, 0.0, split="L2")])
+    report.write_results(root, "prophet", "m", [written("d", "yesno", 1.0, 0.0, setting="closed_book.text")])
+    found = {(r["item_id"], r["split"], r["setting"]) for r in report.read_all_results(root)}
+    assert found == {
+        ("a", "L1", "closed_book.choice"),
+        ("b", "L1", "closed_book.choice"),
+        ("c", "L2", "closed_book.choice"),
+        ("d", "test", "closed_book.text"),
+    }
+    # a rerun of L1 replaces L1's results (here: one item fewer) and keeps L2's
+    report.write_results(root, "prophet", "m", [written("a", "yesno", 0.0, 2.0, split="L1")])
+    rows = {
+        (r["item_id"], r["split"]): r["correct"]
+        for r in report.read_all_results(root)
+        if r["setting"] == "closed_book.choice"
+    }
+    assert rows == {("a", "L1"): 0.0, ("c", "L2"): 1.0}

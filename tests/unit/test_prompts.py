@@ -104,7 +104,7 @@ def test_golden_files_have_prompts():
 
 # The free-text answer format reproduces the papers' unconstrained answers, whose refusals it
 # counts: constraining it would make a refusal impossible.
-FREE_TEXT = {"evaluate.forecast_text"}
+FREE_TEXT = {"evaluate.forecast_text", "evaluate.forecast_scratchpad", "evaluate.forecast_cot"}
 
 
 def test_every_generated_answer_declares_its_form():

@@ -16,9 +16,9 @@ from udfs.evaluate.scoring import CHOICE_TYPES, gold_class, n_options
 def baseline_results(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per-item result rows of the uniform and majority baselines for choice-type and ordering
     items (the uniform ordering baseline is added to the leaderboard by ``ordering_uniform``)."""
-    by_group: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    by_group: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for item in items:
-        by_group[(item["benchmark"], item["task"])].append(item)
+        by_group[(item["benchmark"], item["task"], item["split"])].append(item)
     rows = []
     for group in by_group.values():
         kind = group[0]["type"]
@@ -79,12 +79,12 @@ def _baseline_row(item: dict[str, Any], model: str, gold: int | None = None, **v
 def ordering_uniform(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Leaderboard rows of the uniform baseline on ordering tasks: every permutation of each
     item weighted equally (exact expectations of accuracy, F1 and distance)."""
-    by_group: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    by_group: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for item in items:
         if item["type"] == "ordering":
-            by_group[(item["benchmark"], item["task"])].append(item)
+            by_group[(item["benchmark"], item["task"], item["split"])].append(item)
     board = []
-    for (benchmark, task), group in by_group.items():
+    for (benchmark, task, split), group in by_group.items():
         preds, golds, weights = [], [], []
         for item in group:
             gold = list(item["gold_order"])
@@ -102,7 +102,7 @@ def ordering_uniform(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "setting": "baseline",
                 "mode": "baseline",
                 "forecasting": True,
-                "splits": ",".join(sorted({i["split"] for i in group})),
+                "split": split,
                 "n": len(group),
                 "n_answered": len(group),
                 "refusal_rate": 0.0,

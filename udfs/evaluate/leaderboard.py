@@ -1,6 +1,7 @@
 """From per-item results to the leaderboard and the drift tables (the baselines' rows: ``udfs.evaluate.baselines``).
 
-One leaderboard row per (model, benchmark, task, setting). Brier values carry their convention
+One leaderboard row per (model, benchmark, task, split, setting): splits are never pooled —
+PROPHET's L1, L2 and ``none`` are different populations, and a test split is not a train one. Brier values carry their convention
 in ``brier_tag``: ``sum`` for yes/no and MC items (ForecastQA), ``binary_x100`` for binary
 probability items (PROPHET's tables; divide by 100 for ``binary``, and ``sum = 2 · binary``).
 "All" rows combine a benchmark's choice-type tasks per setting, micro (item-weighted) and macro
@@ -41,7 +42,7 @@ LEADERBOARD_SCHEMA = pa.schema(
         pa.field("retriever", pa.string()),
         pa.field("answer_format", pa.string()),
         pa.field("forecasting", pa.bool_()),
-        pa.field("splits", pa.string()),
+        pa.field("split", pa.string()),
         pa.field("n", pa.int64()),
         pa.field("n_answered", pa.int64()),
         pa.field("refusal_rate", pa.float64()),
@@ -109,14 +110,19 @@ def _group_key(row: dict[str, Any]) -> tuple:
     return (row["model"], row["benchmark"], row["task"], row["setting"])
 
 
+def _board_key(row: dict[str, Any]) -> tuple:
+    """A leaderboard row's group: the drift group, per split."""
+    return (*_group_key(row), row["split"])
+
+
 def _summarise(rows: list[dict[str, Any]], seed: int) -> dict[str, Any]:
-    """One leaderboard row from the result rows of one (model, benchmark, task, setting)."""
+    """One leaderboard row from the result rows of one (model, benchmark, task, split, setting)."""
     first = rows[0]
     kinds = {r["type"] for r in rows}
     if len(kinds) != 1:
-        raise ValueError(f"{_group_key(first)}: mixed item types {sorted(kinds)}")
+        raise ValueError(f"{_board_key(first)}: mixed item types {sorted(kinds)}")
     kind = first["type"]
-    key = stable_seed(seed, *_group_key(first))
+    key = stable_seed(seed, *_board_key(first))
     answered = [r for r in rows if not r["refusal"]]
     out: dict[str, Any] = {
         "model": first["model"],
@@ -128,7 +134,7 @@ def _summarise(rows: list[dict[str, Any]], seed: int) -> dict[str, Any]:
         "retriever": first["retriever"],
         "answer_format": first["answer_format"],
         "forecasting": first["forecasting"],
-        "splits": ",".join(sorted({r["split"] for r in rows if r["split"]})),
+        "split": first["split"],
         "n": len(rows),
         "n_answered": len(answered),
         "refusal_rate": 1 - len(answered) / len(rows),
@@ -163,11 +169,11 @@ def _summarise(rows: list[dict[str, Any]], seed: int) -> dict[str, Any]:
 
 
 def _all_rows(board: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Micro and macro "All" rows per (model, benchmark, setting) over its choice-type tasks."""
+    """Micro and macro "All" rows per (model, benchmark, split, setting) over its choice-type tasks."""
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for row in board:
         if row["type"] in CHOICE_TYPES:
-            groups[(row["model"], row["benchmark"], row["setting"])].append(row)
+            groups[(row["model"], row["benchmark"], row["split"], row["setting"])].append(row)
     extra = []
     for parts in groups.values():
         if len(parts) < 2:
@@ -179,6 +185,7 @@ def _all_rows(board: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 for k in (
                     "model",
                     "benchmark",
+                    "split",
                     "setting",
                     "mode",
                     "retriever",
@@ -189,7 +196,6 @@ def _all_rows(board: list[dict[str, Any]]) -> list[dict[str, Any]]:
             row.update(
                 task=name,
                 type="all",
-                splits=",".join(sorted({s for p in parts for s in p["splits"].split(",") if s})),
                 n=sum(p["n"] for p in parts),
                 n_answered=sum(p["n_answered"] for p in parts),
                 accuracy=combine([(p["n"], p["accuracy"]) for p in parts]),
@@ -210,12 +216,13 @@ def leaderboard(
     rows (``ordering_uniform``), sorted for reading."""
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for row in results:
-        groups[_group_key(row)].append(row)
+        groups[_board_key(row)].append(row)
     board = [_summarise(rows, seed) for rows in groups.values()]
     board += _all_rows(board) + list(extra or [])
     board.sort(
         key=lambda r: (
             r["benchmark"],
+            r["split"] or "",
             r["task"].startswith("All"),
             r["task"],
             r["setting"] != "baseline",
