@@ -59,6 +59,12 @@ class Report:
         return sum(b.violations for b in self.benchmarks)
 
 
+def built_benchmarks(root: str) -> set[str]:
+    """Names of every ``benchmarks/<name>/`` holding a table, with evaluation items or not."""
+    base = Layout(root).path("benchmarks")
+    return {PurePosixPath(uri[len(base) + 1 :]).parts[0] for uri in storage.list_files(base, ".parquet")}
+
+
 def result_benchmarks(root: str) -> dict[str, list[str]]:
     """Benchmark → models with stored per-item results under ``eval/`` (``_runs`` and other
     ``_`` directories are the runs' caches, not results)."""
@@ -114,6 +120,10 @@ def article_dates(root: str, ids: set[str]) -> dict[str, dt.datetime | None]:
 def audit_benchmark(root: str, name: str, has_items: bool, models: list[str]) -> audit.BenchmarkAudit:
     """Every check on one benchmark (item checks only when it has ``eval_items``)."""
     result = audit.BenchmarkAudit(name)
+    if not has_items and not models:
+        result.skipped |= set(audit.KINDS)
+        result.notes.append("no eval_items and no stored results: nothing to check")
+        return result
     items = read_benchmark_items(root, name).to_pylist() if has_items else []
     results = read_results(root, name, models)
     result.items, result.results = len(items), len(results)
@@ -148,16 +158,17 @@ def audit_benchmark(root: str, name: str, has_items: bool, models: list[str]) ->
 
 
 def run(config: Config) -> Report:
-    """Audit every benchmark with items or stored results; print and write the report."""
+    """Audit every benchmark (those without items or results are listed as such); print and
+    write the report."""
     layout = Layout(config.root)
     layout.check_root()
     with_items = discover_benchmarks(config.root)
     with_results = result_benchmarks(config.root)
-    names = sorted(set(with_items) | set(with_results))
-    if not names:
+    if not with_items and not with_results:
         raise InputError(
             f"no benchmarks under {layout.root}: no benchmarks/*/eval_items and no eval/*/*/results"
         )
+    names = sorted(built_benchmarks(config.root) | set(with_items) | set(with_results))
     audits = [audit_benchmark(config.root, n, n in with_items, with_results.get(n, [])) for n in names]
     report = Report(audits, layout.eval("audit.json"))
     storage.write_json(

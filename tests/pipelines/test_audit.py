@@ -85,14 +85,15 @@ def write_results_rows(root: str, rows: list[dict[str, Any]]) -> None:
 
 @pytest.fixture
 def root(tmp_path) -> str:
-    """A clean root: articles, the toy benchmark (no event key known), a TCELongBench-shaped one
-    and stored results with a gold-context row."""
+    """A clean root: articles, the toy benchmark (no event key known), a TCELongBench-shaped one,
+    stored results with a gold-context row and a benchmark without items."""
     root = str(tmp_path / "root")
     write_articles(root)
     write_toy_benchmark(root)
     write_eval_items(root, "tcelongbench", tce_items())
     write_qa_detail(root, TCE_ITEMS)
     write_results_rows(root, CLEAN_RESULTS)
+    write_benchmark_table(root, "openforecast", "ce", pa.table({"ce_id": ["ce-1"]}))  # no items yet
     return root
 
 
@@ -114,7 +115,10 @@ def test_a_clean_root_passes_and_every_check_looked_at_something(root, capsys):
     notes = report["benchmarks"]["toy"]["notes"]
     assert any("split check skipped" in n for n in notes)
     assert any("1 gold_context results" in n for n in notes)
-    assert "audit total: 0 violations in 2 benchmarks" in out
+    assert report["benchmarks"]["openforecast"]["notes"] == [
+        "no eval_items and no stored results: nothing to check"
+    ]
+    assert "audit total: 0 violations in 3 benchmarks" in out
 
 
 def _rewrite_toy(root: str, item_id: str, **changes: Any) -> None:
