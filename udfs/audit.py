@@ -153,14 +153,10 @@ def result_references(
         t_cut = item.get("t_cut") if item else row.get("t_cut")
         gold = frozenset((item or {}).get("gold_article_ids") or [])
         example = f"{row['item_id']} ({row.get('model')}, {row.get('setting')})"
-        dates = row.get("retrieved_dates")
+        dates = row.get("retrieved_dates") or []
         for n, doc in enumerate(row.get("retrieved_ids") or []):
-            stored = dates is not None and n < len(dates)
-            refs.append(
-                Reference(
-                    example, doc, t_cut, gold, dates[n] if stored else None, stored, is_gold_context(row)
-                )
-            )
+            stored = dates[n] if n < len(dates) else None  # a date not stored is a mismatch too
+            refs.append(Reference(example, doc, t_cut, gold, stored, True, is_gold_context(row)))
     return refs
 
 

@@ -73,6 +73,8 @@ def test_missing_and_undated_are_separate_kinds():
 def test_a_stored_date_that_disagrees_with_the_article():
     a = judge([item()], [result(["old", "gold"], [DATES["old"], DATES["old"]])])
     assert violations(a) == {"date_mismatch": ["q1 (m, retrieval-bm25.choice)"]}
+    unstored = judge([item()], [result(["old", "gold"], [DATES["old"]])])
+    assert unstored.tallies["date_mismatch"].checked == 2 and "gold stored none" in str(unstored.tallies)
 
 
 def test_a_gold_article_in_a_context():
