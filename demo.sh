@@ -60,11 +60,14 @@ step "evaluation: forecasters on every benchmark + ForecastBench -> eval/leaderb
   --limit 3 --k 3 --doc-words 80 --max-new-tokens 40 --modes closed_book,retrieval --retrievers bm25 \
   --model-cutoff 2024-03-01
 
+step "audit: contexts, stored retrieval results and splits of every benchmark -> eval/audit.json"
+"$PY" -m pipelines.audit --root "$OUT"
+
 step "done in $(( $(date +%s) - started )) s; outputs under $OUT"
 for d in corpus index llm_smoke benchmarks eval; do
   [ -d "$OUT/$d" ] && find "$OUT/$d" -maxdepth 1 -mindepth 1 -type d | sort | sed 's/^/  /'
 done
-for f in "$OUT"/benchmarks/*/dataset_card.md "$OUT"/eval/leaderboard.md "$OUT"/eval/drift.md "$OUT"/eval/drift.png; do
+for f in "$OUT"/benchmarks/*/dataset_card.md "$OUT"/eval/audit.json "$OUT"/eval/leaderboard.md "$OUT"/eval/drift.md "$OUT"/eval/drift.png; do
   [ -f "$f" ] && echo "  $f"
 done
 if [ -f "$OUT/eval/leaderboard.md" ]; then
