@@ -237,7 +237,9 @@ def run(config: Config) -> Outcome:
                     group,
                     setting,
                     summary,
-                    prepare_group.remote(config.root, options, group, setting, rc, article_summaries.get(benchmark)),
+                    prepare_group.remote(
+                        config.root, options, group, setting, rc, article_summaries.get(benchmark)
+                    ),
                 )
             )
     for benchmark, group, setting, summary, ref in preparing:

@@ -103,7 +103,9 @@ def run(config: Config) -> Result:
     ledger.write_rejected()
     card = None
     if not config.evidence_only:
-        tables["eval_items"] = write_eval_items(config.root, NAME, eval_items(out_rows, evidence, cil.cil_rows))
+        tables["eval_items"] = write_eval_items(
+            config.root, NAME, eval_items(out_rows, evidence, cil.cil_rows)
+        )
         card = write_card(config.root, NAME, runner, counts(tables, skipped, corpus, ledger), config)
     print(ledger.table())
     return Result(tables, ledger.summaries, card)
