@@ -44,6 +44,11 @@ EVAL_ITEM_SCHEMA = pa.schema(
         # none); the cil_high / cil_low settings show the highest / lowest scored
         pa.field("context_scores", pa.list_(pa.float64())),
         pa.field("gold_article_ids", pa.list_(pa.string())),
+        # where the answer lies inside the allowed context, when the builder knows (TCELongBench:
+        # a detail question's source article and date, an order problem's three dates): the
+        # retriever metrics count hits on them and long-context trimming never drops those days
+        pa.field("evidence_article_ids", pa.list_(pa.string())),
+        pa.field("evidence_dates", pa.list_(pa.date32())),
         pa.field("category", pa.string()),
         pa.field("source_id", pa.string()),  # the builder's own id of the question
         # what retrieval searches for, written by the builder (e.g. the event's title and the

@@ -17,7 +17,7 @@ from typing import Any
 
 from pipelines.index.engine import TABLE, ArticleIndex, IndexHit, passage_table, require_index
 from udfs import retrieval
-from udfs.evaluate import within
+from udfs.evaluate import long_context, within
 from udfs.retrieval import Hit, LeakageError, check_hits
 from udfs.text import first_words
 from udfs.timeutil import to_utc
@@ -73,6 +73,7 @@ class Context:
     ids: list[str]  # article ids (passage ids for passage tables)
     dates: list[dt.datetime | None]
     n_eligible: int | None
+    choice_dates: list[dt.datetime | None] | None = None  # one-by-one: the date kept per choice
 
 
 class Corpus:
@@ -115,29 +116,75 @@ class Corpus:
         cutoff = effective_cutoff(item["t_cut"], rc)
         if retriever in within.SCORED or (summaries is not None and retriever == "dense"):
             return self._within(item, retriever, rc, cutoff, summaries or {})
-        index = self.table(passage_table(rc.chunk_words) if rc.chunk_words else TABLE)
-        within_ids = set(item.get("context_article_ids") or []) or None
-        exclude = set(item.get("gold_article_ids") or [])
-        strict = rc.strict and retriever != "dense"
-        hits = index.search(  # the articles' own rows are read below; a passage brings its text
-            query_text(item),
-            cutoff,
-            rc.k,
-            retriever,
-            rc.since,
-            exclude,
-            within_ids,
-            strict=strict,
-            text=index.passages,
-        )
+        search = _Search(self, item, retriever, rc, cutoff)
+        return self._context(item, search.top(query_text(item)), rc, cutoff, search.count(), summaries)
+
+    def retrieve_each(self, item: dict[str, Any], retriever: str, rc: RetrievalConfig) -> Context:
+        """TCELongBench's One-by-One retrieval for an ordering item: each choice is a query of
+        its own, and of its top k documents the earliest-dated is kept. The context holds those
+        documents (each once); ``choice_dates`` the kept date per choice (None: none found)."""
+        cutoff = effective_cutoff(item["t_cut"], rc)
+        search = _Search(self, item, retriever, rc, cutoff)
+        kept: dict[str, Hit] = {}
+        dates: list[dt.datetime | None] = []
+        for choice in item["choices"]:
+            earliest = min(search.top(choice), key=lambda h: (h.published_at, h.rank), default=None)
+            dates.append(earliest.published_at if earliest else None)
+            if earliest is not None:
+                kept.setdefault(earliest.doc_id, earliest)
+        context = self._context(item, list(kept.values()), rc, cutoff, search.count(), None)
+        return dataclasses.replace(context, choice_dates=dates)
+
+    def long_context(self, item: dict[str, Any], words: int, seed: int) -> Context | None:
+        """Every eligible article of the item's allowed context, whole, oldest first, trimmed to
+        ``words`` by TCELongBench's dropping rules (``udfs.evaluate.long_context``); None when
+        the item has no fixed context."""
+        ids = list(item.get("context_article_ids") or [])
+        if not ids:
+            return None
+        cutoff = to_utc(item["t_cut"])
+        articles = self.articles(ids)
+        eligible = within.eligible(item, articles, cutoff)
+        evidence = list(item.get("evidence_dates") or [])
+        docs = [
+            long_context.Doc(
+                a, to_utc(articles[a]["published_at"]).date(), len((articles[a]["text"] or "").split())
+            )
+            for a in eligible
+        ]
+        kept = long_context.trim(docs, words, long_context.rule_for(item["type"], evidence), evidence, seed)
+        hits = [
+            Hit(
+                doc_id=d.article_id,
+                published_at=to_utc(articles[d.article_id]["published_at"]),
+                score=0.0,
+                rank=n,
+            )
+            for n, d in enumerate(kept, 1)
+        ]
+        return self._context(item, hits, None, cutoff, len(eligible), None)
+
+    def _context(
+        self,
+        item: dict[str, Any],
+        hits: list[Hit],
+        rc: RetrievalConfig | None,
+        cutoff: dt.datetime,
+        n_eligible: int,
+        summaries: dict[str, str] | None,
+    ) -> Context:
+        """The checked context of some hits, oldest first (ForecastQA R4, ours); ``rc`` None
+        shows whole articles."""
         articles = self.articles([h.source_id or h.doc_id for h in hits])
+        check_hits(hits, cutoff)
         check_context(item, hits, articles, cutoff)
-        hits = sorted(hits, key=lambda h: (h.published_at, h.rank))  # oldest first (ForecastQA R4, ours)
+        hits = sorted(hits, key=lambda h: (h.published_at, h.rank))
+        words = rc.doc_words if rc else None
         return Context(
-            docs=[_doc(h, articles[h.source_id or h.doc_id], rc.doc_words, summaries) for h in hits],
+            docs=[_doc(h, articles[h.source_id or h.doc_id], words, summaries) for h in hits],
             ids=[h.doc_id for h in hits],
             dates=[h.published_at for h in hits],
-            n_eligible=index.count(cutoff, rc.since, exclude, within_ids),
+            n_eligible=n_eligible,
         )
 
     def _within(
@@ -163,15 +210,7 @@ class Corpus:
             Hit(doc_id=a, published_at=to_utc(articles[a]["published_at"]), score=score, rank=rank)
             for rank, (a, score) in enumerate(chosen, 1)
         ]
-        check_hits(hits, cutoff)
-        check_context(item, hits, articles, cutoff)
-        hits.sort(key=lambda h: (h.published_at, h.rank))
-        return Context(
-            docs=[_doc(h, articles[h.doc_id], rc.doc_words, summaries) for h in hits],
-            ids=[h.doc_id for h in hits],
-            dates=[h.published_at for h in hits],
-            n_eligible=len(ids),
-        )
+        return self._context(item, hits, rc, cutoff, len(ids), summaries)
 
     def gold(self, item: dict[str, Any], doc_words: int) -> Context | None:
         """The item's gold articles (gold-context mode, exempt from the cutoff); None when it
@@ -198,11 +237,42 @@ class Corpus:
         )
 
 
+class _Search:
+    """One item's searches of the index in one setting: its table, bounds and gold exclusions."""
+
+    def __init__(
+        self, corpus: Corpus, item: dict[str, Any], retriever: str, rc: RetrievalConfig, cutoff: dt.datetime
+    ) -> None:
+        self.index = corpus.table(passage_table(rc.chunk_words) if rc.chunk_words else TABLE)
+        self.retriever, self.rc, self.cutoff = retriever, rc, cutoff
+        self.within = set(item.get("context_article_ids") or []) or None
+        self.exclude = set(item.get("gold_article_ids") or [])
+
+    def top(self, query: str) -> list[IndexHit]:
+        """The top k for ``query`` (the articles' own rows are read later; a passage brings its
+        text)."""
+        rc = self.rc
+        return self.index.search(
+            query,
+            self.cutoff,
+            rc.k,
+            self.retriever,
+            rc.since,
+            self.exclude,
+            self.within,
+            strict=rc.strict and self.retriever != "dense",
+            text=self.index.passages,
+        )
+
+    def count(self) -> int:
+        return self.index.count(self.cutoff, self.rc.since, self.exclude, self.within)
+
+
 def _doc(
-    hit: Hit, article: dict[str, Any], doc_words: int, summaries: dict[str, str] | None
+    hit: Hit, article: dict[str, Any], words: int | None, summaries: dict[str, str] | None
 ) -> dict[str, str]:
-    """A retrieved document as the prompt shows it: a passage shows itself, an article its
-    summary when there are summaries (and it has one), else its body."""
+    """A document as the prompt shows it: a passage shows itself, an article its summary when
+    there are summaries (and it has one), else its body; cut to ``words`` (None: whole)."""
     if isinstance(hit, IndexHit) and hit.source_id:
         body = hit.text or ""
     else:
@@ -210,7 +280,7 @@ def _doc(
     return {
         "date": hit.published_at.date().isoformat(),
         "title": article["title"] or "",
-        "text": first_words(body, doc_words),
+        "text": first_words(body, words) if words else body,
     }
 
 

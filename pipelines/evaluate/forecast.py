@@ -27,13 +27,16 @@ import pyarrow as pa
 from pipelines.evaluate.context import Context, Corpus, RetrievalConfig
 from pipelines.llm.stage import LLMStage, StageRunner
 from udfs.eval_items import YES_NO
-from udfs.evaluate import answers, within
+from udfs.evaluate import answers, retrieval_metrics, within
 from udfs.evaluate.scoring import CHOICE_TYPES, base_row, score_choice, score_order
-from udfs.ids import stable_id
+from udfs.ids import stable_id, stable_seed
 from udfs.llm_parsing import ParseError
 from udfs.text import first_words
 
-MODES = ("closed_book", "retrieval", "gold_context")
+MODES = ("closed_book", "retrieval", "gold_context", "long_context")
+# the ways an ordering item retrieves (TCELongBench S10): its choices as one query, or one each
+ORDER_STRATEGIES = ("once", "one_by_one")
+BY_DATE = "baseline:by_date"  # Acc_by_Date: one-by-one chunks' dates order the choices
 # free-text formats: a plain answer, and PROPHET's ScratchPad (g) and chain-of-thought (h) reasoning
 FREE_TEXT = ("text", "scratchpad", "cot")
 ANSWER_FORMATS = ("choice", "verbalized", *FREE_TEXT)
@@ -55,11 +58,12 @@ class Setting:
     mode: str
     retriever: str | None
     answer_format: str
+    one_by_one: bool = False  # an ordering item's choices retrieve one by one
 
     @property
     def name(self) -> str:
         mode = f"{self.mode}-{self.retriever}" if self.retriever else self.mode
-        return f"{mode}.{self.answer_format}"
+        return f"{mode}{'-one_by_one' * self.one_by_one}.{self.answer_format}"
 
     @property
     def forecasting(self) -> bool:
@@ -79,17 +83,23 @@ class Options:
     lrae_evidence_k: int
     lrae_window_days: dict[str, int]
     dedup_threshold: float
+    context_words: int  # the long-context mode's budget
 
 
 def settings_for(
-    kind: str, modes: tuple[str, ...], retrievers: tuple[str, ...], formats: tuple[str, ...]
+    kind: str,
+    modes: tuple[str, ...],
+    retrievers: tuple[str, ...],
+    formats: tuple[str, ...],
+    order_strategies: tuple[str, ...] = ("once",),
 ) -> list[Setting]:
     """Every setting an item type is evaluated in."""
     out = []
     for mode in modes:
         for retriever in retrievers if mode == "retrieval" else (None,):
+            strategies = order_strategies if kind == "ordering" and retriever else ("once",)
             for answer in formats if kind in CHOICE_TYPES else ("generate",):
-                out.append(Setting(mode, retriever, answer))
+                out += [Setting(mode, retriever, answer, s == "one_by_one") for s in strategies]
     return out
 
 
@@ -174,8 +184,14 @@ def prepare(
     context: Context | None = None
     if setting.retriever in within.SCORED and all(s is None for s in item.get("context_scores") or []):
         return "no_context_scores"
-    if setting.mode == "retrieval":
+    if setting.one_by_one:
+        context = corpus.retrieve_each(item, setting.retriever or "bm25", rc)
+    elif setting.mode == "retrieval":
         context = corpus.retrieve(item, setting.retriever or "bm25", rc, summaries)
+    elif setting.mode == "long_context":
+        context = corpus.long_context(item, options.context_words, stable_seed(options.seed, item["item_id"]))
+        if context is None:
+            return "no_context_articles"
     elif setting.mode == "gold_context":
         context = corpus.gold(item, rc.doc_words)
         if context is None:
@@ -196,7 +212,9 @@ def prepare(
     variables: dict[str, Any] = {
         "background": [first_words(x, options.background_words) for x in item.get("background") or []],
         "context": context.docs if context else [],
-        "context_kind": {"retrieval": "retrieved", "gold_context": "gold"}.get(setting.mode, ""),
+        "context_kind": {"retrieval": "retrieved", "long_context": "retrieved", "gold_context": "gold"}.get(
+            setting.mode, ""
+        ),
         "question": item.get("question") or "",
     }
     if kind != "open":
@@ -237,7 +255,9 @@ def run_forecasts(requests: list[Request], runner: StageRunner) -> list[dict[str
     return [answers_by_row[n] for n in range(len(requests))]
 
 
-def _context_columns(context: Context | None, k: int | None) -> dict[str, Any]:
+def _context_columns(request: Request) -> dict[str, Any]:
+    """The context log of a result row, with the retriever measures of a retrieval setting."""
+    context = request.context
     if context is None:
         return {
             "retrieved_ids": None,
@@ -247,13 +267,32 @@ def _context_columns(context: Context | None, k: int | None) -> dict[str, Any]:
             "k": None,
         }
     dated = [d for d in context.dates if d is not None]
+    measures = retrieval_metrics.hits(request.item, context.ids, dated) if request.k is not None else {}
     return {
         "retrieved_ids": context.ids,
         "retrieved_dates": context.dates,
         "n_eligible": context.n_eligible,
         "newest_context_at": max(dated) if dated else None,
-        "k": k,
+        "k": request.k,
+        **measures,
     }
+
+
+def by_date_row(request: Request, options: Options) -> dict[str, Any]:
+    """The Acc_by_Date baseline's result for a one-by-one ordering request: the choices ordered
+    by the dates of their chunks, no model involved."""
+    assert request.context is not None and request.context.choice_dates is not None
+    row = base_row(request.item, options.model_cutoff)
+    row.update(
+        model=BY_DATE,
+        setting=request.setting.name,
+        mode="retrieval",
+        retriever=request.setting.retriever,
+        forecasting=True,
+        **_context_columns(request),
+        **score_order(request.item, retrieval_metrics.order_by_dates(request.context.choice_dates)),
+    )
+    return row
 
 
 def result_row(
@@ -276,7 +315,7 @@ def result_row(
         prompt_id=answer["prompt_id"],
         prompt_version=answer["prompt_version"],
         response_hash=stable_id(answer["raw_text"]) if answer["raw_text"] is not None else None,
-        **_context_columns(request.context, request.k),
+        **_context_columns(request),
     )
     reason = None if answer["parse_ok"] else answer["parse_error"]
     kind = item["type"]

@@ -1,6 +1,7 @@
 """Judges of open answers as LLM stages: LRAE for event lists (stage 1 against the gold list,
 stage 2 against retrieved passages for the stage-1 failures) and the answer judge for short
-answers, each one stage per judge prompt over every result row that needs it."""
+answers (which also get BLEU and METEOR against their gold answers, TCELongBench S10), each one
+stage per judge prompt over every result row that needs it."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pyarrow as pa
 from pipelines.evaluate.forecast import VERDICT_SCHEMA, Options, variables_of
 from pipelines.index.engine import ArticleIndex
 from pipelines.llm.stage import LLMStage, StageRunner
-from udfs.evaluate import answers
+from udfs.evaluate import answers, overlap
 from udfs.evaluate.scoring import score_open
 from udfs.timeutil import to_utc
 
@@ -80,6 +81,9 @@ def _judge_answers(
     for r in rows:
         if r.get("correct") is None:
             r["correct"] = 0.0
+        gold = _item(items, r)["gold_texts"]
+        r["bleu"] = overlap.bleu(r["_answer"] or "", gold)
+        r["meteor"] = overlap.meteor(r["_answer"] or "", gold)
     return unreadable
 
 

@@ -102,6 +102,7 @@ def _fmt(value: Any, digits: int = 3) -> str:
 LEADERBOARD_COLUMNS = [
     ("benchmark", "benchmark"),
     ("task", "task"),
+    ("split", "split"),
     ("model", "model"),
     ("setting", "setting"),
     ("n", "N"),
@@ -115,6 +116,11 @@ LEADERBOARD_COLUMNS = [
     ("levenshtein", "Lev."),
     ("open_f1", "open F1"),
     ("open_f1_code", "open F1 (code)"),
+    ("bleu", "BLEU"),
+    ("meteor", "METEOR"),
+    ("acc_doc", "Acc_Doc"),
+    ("acc_date", "Acc_Date"),
+    ("acc_dates", "Acc_Dates"),
     ("forecasting", "forecasting"),
 ]
 

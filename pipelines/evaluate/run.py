@@ -29,10 +29,13 @@ from pipelines.evaluate import report
 from pipelines.evaluate.context import PAPER_RETRIEVAL, RETRIEVERS, Corpus, RetrievalConfig, retrieval_config
 from pipelines.evaluate.forecast import (
     ANSWER_FORMATS,
+    BY_DATE,
     MODES,
+    ORDER_STRATEGIES,
     Options,
     Request,
     Setting,
+    by_date_row,
     prepare,
     result_row,
     run_forecasts,
@@ -76,7 +79,17 @@ class Config(RunOptions):
         choices=("train", "dev", "test"),
     )
     splits: tuple[str, ...] | None = option(None, help="splits to evaluate [default: all]")
-    modes: tuple[str, ...] = option(MODES, help="forecaster modes", choices=MODES)
+    modes: tuple[str, ...] = option(
+        ("closed_book", "retrieval", "gold_context"), help="forecaster modes", choices=MODES
+    )
+    order_strategies: tuple[str, ...] = option(
+        ORDER_STRATEGIES,
+        help="how ordering items retrieve: their choices as one query, or one by one",
+        choices=ORDER_STRATEGIES,
+    )
+    context_words: int = option(
+        6000, help="word budget of the long_context mode (whole context articles, trimmed)", min=1
+    )
     retrievers: tuple[str, ...] = option(
         ("bm25",), help="retrievers of the retrieval mode", choices=RETRIEVERS
     )
@@ -91,7 +104,8 @@ class Config(RunOptions):
     background_words: int = option(200, help="each background line cut to its first N words", min=1)
     model_cutoff: dt.date | None = option(None, help="the forecaster's knowledge cutoff (R3)")
     retrieval: dict[str, RetrievalConfig] = field(default_factory=lambda: dict(PAPER_RETRIEVAL))
-    open_answer_tasks: tuple[str, ...] = ("aqa",)  # open tasks answered in a few words (AQA judge)
+    # open tasks answered in a few words (answer judge, BLEU, METEOR): OpenForecast AQA, TLB open forecasts
+    open_answer_tasks: tuple[str, ...] = ("aqa", "forecast_open")
     lrae_evidence_k: int = 5
     lrae_chunk_words: int = 100  # stage-2 passages: the index's passage table of this size
     lrae_window_days: dict[str, int] = field(default_factory=lambda: {"stf": 3})
@@ -193,6 +207,7 @@ def run(config: Config) -> Outcome:
         lrae_evidence_k=config.lrae_evidence_k,
         lrae_window_days=dict(config.lrae_window_days),
         dedup_threshold=config.dedup_threshold,
+        context_words=config.context_words,
     )
     evidence = functools.partial(corpus.table, passage_table(config.lrae_chunk_words))
     judge_llm = config.judge_llm
@@ -228,7 +243,10 @@ def run(config: Config) -> Outcome:
         if len(kinds) != 1:
             raise ValueError(f"{benchmark}/{task}: items of several types {sorted(kinds)}")
         rc = retrieval_config(benchmark, config.retrieval, config.retrieval_override)
-        for setting in settings_for(kinds.pop(), config.modes, config.retrievers, config.answer_formats):
+        kind = kinds.pop()
+        for setting in settings_for(
+            kind, config.modes, config.retrievers, config.answer_formats, config.order_strategies
+        ):
             summary = RunSummary(name=f"evaluate/{benchmark}/{task}.{setting.name}", rows_read=len(group))
             setting_summaries[(benchmark, task, setting.name)] = summary
             preparing.append(
@@ -287,9 +305,15 @@ def run(config: Config) -> Outcome:
     by_benchmark: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         by_benchmark[row["benchmark"]].append(row)
+    by_date: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for request in requests:
+        if request.setting.one_by_one:
+            by_date[request.item["benchmark"]].append(by_date_row(request, options))
     for benchmark in sorted(set(by_benchmark) | set(rejected)):
         report.write_results(config.root, benchmark, model, by_benchmark[benchmark])
         report.write_rejected(config.root, benchmark, model, rejected[benchmark])
+        if by_date[benchmark]:
+            report.write_results(config.root, benchmark, BY_DATE, by_date[benchmark])
     reports = report.write_reports(config.root, report.read_all_results(config.root), config.seed)
     all_summaries = [
         *summaries,

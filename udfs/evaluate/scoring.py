@@ -63,6 +63,12 @@ RESULT_SCHEMA = pa.schema(
         pa.field("open_recall", pa.float64()),
         pa.field("open_f1", pa.float64()),
         pa.field("open_f1_code", pa.float64()),  # LRAE, tp_mode = code
+        pa.field("bleu", pa.float64()),  # short open answers: BLEU-4 × 100 against the gold answers
+        pa.field("meteor", pa.float64()),  # METEOR × 100, exact and stem matching
+        # retriever measures (udfs.evaluate.retrieval_metrics); null when the item names no evidence
+        pa.field("hit_doc", pa.bool_()),
+        pa.field("hit_date", pa.bool_()),
+        pa.field("hit_dates", pa.bool_()),
         pa.field("refusal", pa.bool_(), nullable=False),
         pa.field("refusal_reason", pa.string()),
         pa.field("prompt_id", pa.string()),

@@ -80,6 +80,8 @@ def assemble(
                     "question": q["question"],
                     "choices": choices,
                     "gold_index": gold_index,
+                    "evidence_article_ids": [q["gold_article_id"]],
+                    "evidence_dates": [q["date"]],
                 }
             )
             continue
@@ -138,7 +140,13 @@ def _order(q: dict[str, Any], seed: int) -> tuple[dict[str, Any], dict[str, Any]
         "votes": q["votes"],
         "votes_passed": q["votes_passed"],
     }
-    item = {"type": "ordering", "question": ORDER_QUESTION, "choices": choices, "gold_order": gold}
+    item = {
+        "type": "ordering",
+        "question": ORDER_QUESTION,
+        "choices": choices,
+        "gold_order": gold,
+        "evidence_dates": list(q["dates"]),
+    }
     return row, item
 
 
