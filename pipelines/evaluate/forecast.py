@@ -132,10 +132,13 @@ STAGE_ROWS = pa.schema(
 )
 
 
-def forecast_stage(prompt_id: str) -> LLMStage:
-    """The stage of one forecasting prompt; it runs once over every (item, setting) that uses it."""
+def forecast_stage(prompt_id: str, runs: int = 1, temperature: float = 1.0) -> LLMStage:
+    """The stage of one forecasting prompt; it runs once over every (item, setting) that uses it.
+    A generated answer is sampled ``runs`` times (distinct seeds, at ``temperature`` when more
+    than once); next-token choice probabilities are deterministic and read once."""
     parser, schema = PARSERS[prompt_id]
     choice = prompt_id == "evaluate.forecast_choice"
+    repeated = runs > 1 and not choice
     return LLMStage(
         prompt_id.split(".", 1)[1],
         prompt_id,
@@ -144,6 +147,8 @@ def forecast_stage(prompt_id: str) -> LLMStage:
         variables=variables_of,
         options_column="option_labels" if choice else None,
         structured_column=None if choice else "structured",
+        samples=runs if repeated else 1,
+        sampling={"temperature": temperature} if repeated else {},
     )
 
 
@@ -233,9 +238,12 @@ def prepare(
     )
 
 
-def run_forecasts(requests: list[Request], runner: StageRunner) -> list[dict[str, Any]]:
-    """One stage per prompt over all its requests; the output row of every request, in order."""
-    answers_by_row: dict[int, dict[str, Any]] = {}
+def run_forecasts(
+    requests: list[Request], runner: StageRunner, runs: int = 1, temperature: float = 1.0
+) -> list[list[dict[str, Any]]]:
+    """One stage per prompt over all its requests; the output rows (one per run) of every
+    request, in order."""
+    answers_by_row: dict[int, list[dict[str, Any]]] = {}
     for prompt_id in sorted({r.prompt_id for r in requests}):
         rows = [
             {
@@ -250,8 +258,10 @@ def run_forecasts(requests: list[Request], runner: StageRunner) -> list[dict[str
             for n, r in enumerate(requests)
             if r.prompt_id == prompt_id
         ]
-        out = runner.run(forecast_stage(prompt_id), pa.Table.from_pylist(rows, schema=STAGE_ROWS))
-        answers_by_row.update({a["row"]: a for a in out.to_pylist()})
+        stage = forecast_stage(prompt_id, runs, temperature)
+        out = runner.run(stage, pa.Table.from_pylist(rows, schema=STAGE_ROWS))
+        for answer in out.to_pylist():  # in input order, then sample order
+            answers_by_row.setdefault(answer["row"], []).append(answer)
     return [answers_by_row[n] for n in range(len(requests))]
 
 
@@ -296,7 +306,7 @@ def by_date_row(request: Request, options: Options) -> dict[str, Any]:
 
 
 def result_row(
-    request: Request, answer: dict[str, Any], model: str, backend: str, options: Options
+    request: Request, answer: dict[str, Any], model: str, backend: str, options: Options, run: int = 0
 ) -> dict[str, Any]:
     """Score one answer (choice-type and ordering items; open items keep their answer in
     ``_answer`` / ``_events`` for the judges)."""
@@ -304,6 +314,7 @@ def result_row(
     row = base_row(item, options.model_cutoff)
     row.update(
         model=model,
+        run=run,
         backend=backend,
         setting=setting.name,
         mode=setting.mode,

@@ -87,6 +87,15 @@ class Config(RunOptions):
         help="how ordering items retrieve: their choices as one query, or one by one",
         choices=ORDER_STRATEGIES,
     )
+    runs: int = option(
+        1,
+        help="times each generated answer is sampled, with distinct seeds; the leaderboard gives the mean "
+        "and std over runs (PROPHET §5 runs every setting twice)",
+        min=1,
+    )
+    run_temperature: float = option(
+        1.0, help="sampling temperature of generated answers when --runs > 1", min=0
+    )
     context_words: int = option(
         6000, help="word budget of the long_context mode (whole context articles, trimmed)", min=1
     )
@@ -268,19 +277,22 @@ def run(config: Config) -> Outcome:
             else:
                 requests.append(prepared)
         summary.finish()  # its time is the preparation (retrieval) time
-    outputs = run_forecasts(requests, runner)
+    outputs = run_forecasts(requests, runner, config.runs, config.run_temperature)
     if config.plan:
         print(StagePlan.table(summarizer.plans + runner.plans))
         return Outcome(len(items), [], {}, [*summaries, *summarizer.summaries, *runner.summaries])
-    rows = [
-        result_row(r, a, model, config.llm.backend, options) for r, a in zip(requests, outputs, strict=True)
+    scored = [
+        (r, result_row(r, a, model, config.llm.backend, options, run))
+        for r, answers in zip(requests, outputs, strict=True)
+        for run, a in enumerate(answers)
     ]
+    rows = [row for _, row in scored]
     open_rows = [row for row in rows if row["type"] == "open"]
     judged = judge_open(
         open_rows, {(i["benchmark"], i["item_id"]): i for i in items}, judge, evidence, options
     )
     retrieval_log: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for request, row in zip(requests, rows, strict=True):
+    for request, row in scored:
         row.pop("_answer", None)
         row.pop("_events", None)
         summary = setting_summaries[(row["benchmark"], row["task"], row["setting"])]

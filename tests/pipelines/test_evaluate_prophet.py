@@ -84,7 +84,7 @@ def prophet_root(tmp_path_factory, ray_local) -> str:
     return root
 
 
-def _run(root: str):
+def _run(root: str, runs: int = 1):
     llm = LLMConfig(backend="scripted", model="pad", script=ship_script(SCRIPT), batch_size=8)
     return evaluate.run(
         evaluate.Config(
@@ -94,6 +94,7 @@ def _run(root: str):
             retrievers=("dense", "cil_high", "cil_low"),
             answer_formats=("scratchpad",),
             k=2,
+            runs=runs,
         )
     )
 
@@ -130,3 +131,17 @@ def test_prophet_protocol_end_to_end(prophet_root):
     assert stage.metrics["requests_unique"] == 9 and stage.metrics["requests_computed"] == 9
     again = next(s for s in _run(prophet_root).summaries if s.name.endswith("/article_summary"))
     assert again.metrics["requests_computed"] == 0 and again.metrics["requests_cached"] == 9
+
+
+def test_repeated_runs_sample_every_answer_and_report_the_spread(prophet_root):
+    outcome = _run(prophet_root, runs=2)
+    runs = {(r["item_id"], r["setting"]): set() for r in outcome.results}
+    for r in outcome.results:
+        runs[(r["item_id"], r["setting"])].add(r["run"])
+    assert runs and all(v == {0, 1} for v in runs.values())
+    board = [r for r in outcome.reports["leaderboard"].to_pylist() if r["model"] == "pad"]
+    assert board and all(r["runs"] == 2 and r["n"] % 2 == 0 for r in board)
+    # the script answers the same in both runs: the spread is exactly 0
+    assert all(r["brier_std"] == 0.0 for r in board)
+    stage = next(s for s in outcome.summaries if s.name.endswith("/forecast_scratchpad"))
+    assert stage.metrics["requests_total"] == len(outcome.results) == 2 * len(runs)  # one request per run

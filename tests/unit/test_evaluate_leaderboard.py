@@ -222,3 +222,19 @@ def test_runs_over_different_splits_keep_each_others_results(tmp_path):
         if r["setting"] == "closed_book.choice"
     }
     assert rows == {("a", "L1"): 0.0, ("c", "L2"): 1.0}
+
+
+def test_repeated_runs_give_mean_and_std_over_runs():
+    """Two runs of two binary items: run 0 scores 1.0 and 0.0 correct, run 1 scores 1.0 and 1.0."""
+    rows = [
+        result("a", "yesno", 1.0, 0.0, run=0),
+        result("b", "yesno", 0.0, 2.0, run=0),
+        result("a", "yesno", 1.0, 0.0, run=1),
+        result("b", "yesno", 1.0, 0.5, run=1),
+    ]
+    (row,) = [r for r in leaderboard(rows).to_pylist() if r["model"] == "m"]
+    assert (row["n"], row["runs"]) == (4, 2)
+    assert row["accuracy"] == pytest.approx(0.75) and row["accuracy_std"] == pytest.approx(0.3535533906)
+    assert row["brier"] == pytest.approx(0.625) and row["brier_std"] == pytest.approx(0.5303300859)
+    single = leaderboard(rows[:2]).to_pylist()[0]
+    assert single["runs"] == 1 and single["accuracy_std"] is None and single["brier_std"] is None

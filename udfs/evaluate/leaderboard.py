@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,7 @@ LEADERBOARD_SCHEMA = pa.schema(
         pa.field("forecasting", pa.bool_()),
         pa.field("split", pa.string()),
         pa.field("n", pa.int64()),
+        pa.field("runs", pa.int64()),  # answers per item (--runs); n counts answers, items × runs
         pa.field("n_answered", pa.int64()),
         pa.field("refusal_rate", pa.float64()),
         pa.field("ties", pa.int64()),
@@ -51,11 +52,13 @@ LEADERBOARD_SCHEMA = pa.schema(
         pa.field("accuracy_ci_low", pa.float64()),
         pa.field("accuracy_ci_high", pa.float64()),
         pa.field("accuracy_answered", pa.float64()),
+        pa.field("accuracy_std", pa.float64()),  # over runs, when there are several
         pa.field("brier", pa.float64()),
         pa.field("brier_tag", pa.string()),
         pa.field("brier_ci_low", pa.float64()),
         pa.field("brier_ci_high", pa.float64()),
         pa.field("brier_answered", pa.float64()),
+        pa.field("brier_std", pa.float64()),
         pa.field("order_f1", pa.float64()),
         pa.field("levenshtein", pa.float64()),
         pa.field("open_precision", pa.float64()),
@@ -131,6 +134,34 @@ def _board_key(row: dict[str, Any]) -> tuple:
     return (*_group_key(row), row["split"])
 
 
+def _by_run(rows: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    """Rows by run (``--runs``: repeated samples of the same answers; one run otherwise)."""
+    groups: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        groups[row.get("run") or 0].append(row)
+    return groups
+
+
+def _std_over_runs(
+    runs: dict[int, list[dict[str, Any]]], value: Callable[[dict[str, Any]], Any]
+) -> float | None:
+    """The sample standard deviation (ddof 1) of the per-run means (None for one run): PROPHET's
+    mean ± std over runs."""
+    if len(runs) < 2:
+        return None
+    means = [np.mean([v for r in group if (v := value(r)) is not None]) for group in runs.values()]
+    return float(np.std(means, ddof=1))
+
+
+def _per_item(rows: list[dict[str, Any]], column: str) -> list[float]:
+    """One value per item — its mean over runs — so intervals resample items, not repeats."""
+    values: dict[str, list[float]] = defaultdict(list)
+    for row in rows:
+        if row[column] is not None:
+            values[row["item_id"]].append(row[column])
+    return [float(np.mean(v)) for v in values.values()]
+
+
 def _summarise(rows: list[dict[str, Any]], seed: int) -> dict[str, Any]:
     """One leaderboard row from the result rows of one (model, benchmark, task, split, setting)."""
     first = rows[0]
@@ -140,6 +171,7 @@ def _summarise(rows: list[dict[str, Any]], seed: int) -> dict[str, Any]:
     kind = first["type"]
     key = stable_seed(seed, *_board_key(first))
     answered = [r for r in rows if not r["refusal"]]
+    runs = _by_run(rows)
     out: dict[str, Any] = {
         "model": first["model"],
         "benchmark": first["benchmark"],
@@ -152,6 +184,7 @@ def _summarise(rows: list[dict[str, Any]], seed: int) -> dict[str, Any]:
         "forecasting": first["forecasting"],
         "split": first["split"],
         "n": len(rows),
+        "runs": len(runs),
         "n_answered": len(answered),
         "refusal_rate": 1 - len(answered) / len(rows),
         "ties": sum(bool(r["tie"]) for r in rows),
@@ -159,13 +192,16 @@ def _summarise(rows: list[dict[str, Any]], seed: int) -> dict[str, Any]:
     correct = [r["correct"] for r in rows if r["correct"] is not None]
     if correct:
         out["accuracy"] = _mean(correct)
-        out["accuracy_ci_low"], out["accuracy_ci_high"] = metrics.mean_ci(correct, key)
+        out["accuracy_ci_low"], out["accuracy_ci_high"] = metrics.mean_ci(_per_item(rows, "correct"), key)
+        out["accuracy_std"] = _std_over_runs(runs, lambda r: r["correct"])
         out["accuracy_answered"] = _mean([r["correct"] for r in answered])
     tag = brier_tag(kind)
     if tag:
         briers = [native_brier(r) for r in rows]
         out["brier"], out["brier_tag"] = _mean(briers), tag
-        out["brier_ci_low"], out["brier_ci_high"] = metrics.mean_ci(briers, key + 1)
+        per_item = _per_item([{**r, "brier": native_brier(r)} for r in rows], "brier")
+        out["brier_ci_low"], out["brier_ci_high"] = metrics.mean_ci(per_item, key + 1)
+        out["brier_std"] = _std_over_runs(runs, native_brier)
         out["brier_answered"] = _mean([native_brier(r) for r in answered])
     if kind == "ordering":
         preds = [None if r["refusal"] else r["pred_order"] for r in rows]

@@ -32,7 +32,8 @@ RESULT_SCHEMA = pa.schema(
         pa.field("setting", pa.string(), nullable=False),  # <mode>[-<retriever>].<answer format>
         pa.field("mode", pa.string(), nullable=False),  # closed_book | retrieval | gold_context | baseline
         pa.field("retriever", pa.string()),
-        pa.field("answer_format", pa.string()),  # choice | verbalized | generate
+        pa.field("answer_format", pa.string()),  # choice | verbalized | text | scratchpad | cot | generate
+        pa.field("run", pa.int32()),  # which sample of a repeated generated answer (--runs), from 0
         pa.field("k", pa.int32()),
         pa.field(
             "forecasting", pa.bool_()
