@@ -54,11 +54,13 @@ step "builder: Daily Oracle (one question set per news day)"
   --publishers npr.org,chicago.suntimes.com,abc7.com --random 1 --hot 1 \
   --max-new-tokens 360 --max-input-tokens 3072 --article-words 100
 
+# Answers are read both as option probabilities and as free text in the papers' forms (a reply in
+# none of them is a counted refusal); PROPHET's articles are shown as their summaries (§5).
 step "evaluation: forecasters on every benchmark + ForecastBench -> eval/leaderboard, drift plot"
 "$PY" -m pipelines.evaluate --root "$OUT" \
   --forecastbench "$Q"/forecastbench_2024-07-21-human.json "$Q"/forecastbench_2024-07-21_resolution_set.json \
   --limit 3 --k 3 --doc-words 80 --max-new-tokens 40 --modes closed_book,retrieval --retrievers bm25 \
-  --model-cutoff 2024-03-01
+  --answer-formats choice,text --model-cutoff 2024-03-01
 
 step "audit: contexts, stored retrieval results and splits of every benchmark -> eval/audit.json"
 "$PY" -m pipelines.audit --root "$OUT"

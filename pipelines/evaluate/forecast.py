@@ -97,7 +97,8 @@ def settings_for(
     out = []
     for mode in modes:
         for retriever in retrievers if mode == "retrieval" else (None,):
-            strategies = order_strategies if kind == "ordering" and retriever else ("once",)
+            index = retriever is not None and retriever not in within.SCORED
+            strategies = order_strategies if kind == "ordering" and index else ("once",)
             for answer in formats if kind in CHOICE_TYPES else ("generate",):
                 out += [Setting(mode, retriever, answer, s == "one_by_one") for s in strategies]
     return out

@@ -222,27 +222,20 @@ def run(config: Config) -> Outcome:
     judge_llm = config.judge_llm
     model = config.llm.model
     base = f"eval/_runs/{report.model_slug(model)}"
-    runner = StageRunner(config.root, base, config.llm, force=config.force, plan_only=config.plan)
-    judge = StageRunner(
-        config.root,
-        f"{base}/judge-{report.model_slug(judge_llm.model)}",
-        judge_llm,
-        force=config.force,
-        plan_only=config.plan,
-    )
+
+    def stage_runner(namespace: str, llm: LLMConfig) -> StageRunner:
+        return StageRunner(config.root, namespace, llm, force=config.force, plan_only=config.plan)
+
+    runner = stage_runner(base, config.llm)
+    judge = stage_runner(f"{base}/judge-{report.model_slug(judge_llm.model)}", judge_llm)
+    # summaries are the judge model's, shared by every forecaster
+    summarizer = stage_runner(f"eval/_summaries/{report.model_slug(judge_llm.model)}", judge_llm)
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for item in items:
         groups[(item["benchmark"], item["task"])].append(item)
     requests: list[Request] = []
     rejected: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
     ensure_ray(config.llm)
-    summarizer = StageRunner(
-        config.root,
-        f"eval/_summaries/{report.model_slug(judge_llm.model)}",
-        judge_llm,
-        force=config.force,
-        plan_only=config.plan,
-    )
     article_summaries = _article_summaries(config, groups, summarizer)
     prepare_group = ray.remote(_prepare_group)
     preparing: list[tuple[str, list[dict[str, Any]], Setting, RunSummary, ray.ObjectRef]] = []

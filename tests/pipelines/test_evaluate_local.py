@@ -32,31 +32,45 @@ def test_local_model_end_to_end(ray_local, tmp_path, shared_data):
         ),
         limit=2,
         modes=("closed_book", "retrieval"),
+        answer_formats=("choice", "text"),
         k=2,
         doc_words=40,
         background_words=60,
     )
     outcome = evaluate.run(config)
     assert outcome.items == 2 + 2 + 2 + 1 + 1 + 1 + 2  # toy tf, mc, binary, order, stf, aqa + ForecastBench
-    assert len(outcome.results) == 2 * outcome.items  # two modes, nothing rejected without gold_context
+    choice_type = 2 + 2 + 2 + 2  # tf, mc, binary, ForecastBench: also answered as free text
+    # two modes; the order item also retrieves one by one; no gold_context, nothing rejected
+    assert len(outcome.results) == 2 * (outcome.items + choice_type) + 1
     assert all(s.reconciles for s in outcome.summaries), [
         s.name for s in outcome.summaries if not s.reconciles
     ]
     for row in outcome.results:
         assert row["refusal"] == (row["refusal_reason"] is not None)
         if row["type"] in ("yesno", "mc", "binary_prob") and not row["refusal"]:
-            assert abs(sum(row["probs"]) - 1) < 1e-9 and 0 < row["option_mass"] <= 1
+            assert abs(sum(row["probs"]) - 1) < 1e-9
+            assert row["answer_format"] != "choice" or 0 < row["option_mass"] <= 1
         if row["mode"] == "retrieval":
             assert all(d < row["t_cut"] for d in row["retrieved_dates"])
+    text = [r for r in outcome.results if r["answer_format"] == "text"]
+    assert len(text) == 2 * choice_type
+    for row in text:  # free text: an answer in a paper's form, or a refusal that says why
+        assert row["refusal"] or (row["probs"] is not None and sorted(row["probs"])[-1] > 0)
+        if row["refusal"]:
+            assert row["refusal_reason"].startswith(("parse: refusal", "parse: empty answer")), row[
+                "refusal_reason"
+            ]
     stf = [r for r in outcome.results if r["task"] == "stf"]
     assert all(r["open_f1"] is not None and 0 <= r["open_f1"] <= 1 for r in stf)
     board = outcome.reports["leaderboard"].to_pylist()
     models = {r["model"] for r in board}
-    assert models == {"gemma-3-270m", "baseline:uniform", "baseline:majority"}
+    assert models == {"gemma-3-270m", "baseline:uniform", "baseline:majority", "baseline:by_date"}
     fb = [r for r in board if r["benchmark"] == "forecastbench" and r["model"] == "gemma-3-270m"]
-    assert {r["setting"] for r in fb} == {"closed_book.choice", "retrieval-bm25.choice"}
+    assert {r["setting"] for r in fb} == {
+        f"{mode}.{fmt}" for mode in ("closed_book", "retrieval-bm25") for fmt in ("choice", "text")
+    }
     assert all(r["brier_tag"] == "binary_x100" and 0 <= r["brier"] <= 100 for r in fb)
     md = storage.read_bytes(storage.join(root, "eval", "leaderboard.md")).decode()
-    assert "| forecastbench | binary | gemma-3-270m | closed_book.choice |" in md
+    assert "| forecastbench | binary | test | gemma-3-270m | closed_book.choice |" in md
     assert storage.read_bytes(storage.join(root, "eval", "drift.png"))[:4] == b"\x89PNG"
     assert storage.read_table(storage.join(root, "eval", "drift.parquet")).num_rows > 0
