@@ -189,3 +189,17 @@ def test_free_text_stage_parser_keeps_the_reply_and_refuses_an_empty_one():
     with pytest.raises(ParseError, match="empty"):
         answers.parse_free_text(" \n")
     assert [answers.text_ask(k) for k in ("yesno", "mc", "binary_prob")] == ["yesno", "letter", "probability"]
+
+
+def test_the_evaluation_command_line_takes_every_answer_format_and_the_new_options():
+    from pipelines.evaluate.run import Config
+    from udfs.cli import parse
+
+    argv = ["--root", "r", "--answer-format", "text", "--runs", "2", "--order-strategies", "one_by_one"]
+    config = parse(Config, argv, "python -m pipelines.evaluate")
+    assert (config.answer_formats, config.runs, config.order_strategies) == (("text",), 2, ("one_by_one",))
+    config = parse(Config, ["--root", "r", "--answer-formats", "choice,scratchpad,cot"], "x")
+    assert config.answer_formats == ("choice", "scratchpad", "cot")
+    assert config.modes == ("closed_book", "retrieval", "gold_context")  # long_context is opt-in
+    with pytest.raises(SystemExit):
+        parse(Config, ["--root", "r", "--answer-formats", "poem"], "x")
