@@ -17,11 +17,14 @@ from typing import Any
 
 from pipelines.index.engine import TABLE, ArticleIndex, IndexHit, passage_table, require_index
 from udfs import retrieval
+from udfs.cli import InputError
 from udfs.retrieval import Hit, LeakageError
 from udfs.text import first_words
 from udfs.timeutil import to_utc
 
-RETRIEVERS = ("bm25", "dense", "hybrid")
+# the index's modes (pipelines.index.engine.MODES); ForecastQA's three: bm25_title (its paper's
+# BM25, title matches boosted 1.25x), tfidf (DrQA-style) and dense (DPR-style: the index's bi-encoder)
+RETRIEVERS = ("bm25", "dense", "hybrid", "bm25_title", "tfidf")
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,9 @@ class RetrievalConfig:
 # The papers' settings per benchmark ("*" for any other benchmark).
 PAPER_RETRIEVAL: dict[str, RetrievalConfig] = {
     "*": RetrievalConfig(),
-    "forecastqa": RetrievalConfig(k=10),  # ForecastQA §6.1: top 10, question as the query
+    # ForecastQA §6.1: top 10, question as the query; its paper retriever is --retrievers
+    # bm25_title (App. E.2), tfidf and dense its alternatives (Table 4)
+    "forecastqa": RetrievalConfig(k=10),
     "daily_oracle": RetrievalConfig(  # Daily Oracle §5: top 5, 512 words, [2019-01-01, ...)
         k=5, doc_words=512, since=retrieval.DAILY_ORACLE_START, strict=True
     ),
@@ -98,8 +103,7 @@ class Corpus:
     def retrieve(self, item: dict[str, Any], retriever: str, rc: RetrievalConfig) -> Context:
         """Top-k eligible documents for an item: published in ``[since, min(t_cut, R))``, never
         a gold article, inside the item's fixed article set when it has one."""
-        if retriever not in RETRIEVERS:
-            raise ValueError(f"retriever must be one of {RETRIEVERS}")
+        check_retriever(retriever, rc)
         index = self.table(passage_table(rc.chunk_words) if rc.chunk_words else TABLE)
         cutoff = effective_cutoff(item["t_cut"], rc)
         within = set(item.get("context_article_ids") or []) or None
@@ -159,6 +163,17 @@ def _doc(hit: IndexHit, article: dict[str, Any], doc_words: int) -> dict[str, st
         "title": article["title"] or "",
         "text": first_words(body or "", doc_words),
     }
+
+
+def check_retriever(retriever: str, rc: RetrievalConfig) -> None:
+    """Refuse, before any search, a retriever these settings cannot run: ``tfidf`` needs the
+    articles' statistics (not a passage table), ``bm25_title`` has no strict form."""
+    if retriever not in RETRIEVERS:
+        raise ValueError(f"retriever must be one of {RETRIEVERS}")
+    if retriever == "tfidf" and rc.chunk_words:
+        raise InputError("the tfidf retriever searches whole articles: it cannot run with chunk_words")
+    if retriever == "bm25_title" and rc.strict:
+        raise InputError("the bm25_title retriever has no strict statistics: use bm25 for strict settings")
 
 
 def effective_cutoff(t_cut: dt.datetime, rc: RetrievalConfig) -> dt.datetime:

@@ -26,7 +26,14 @@ import ray
 
 from pipelines.benchmarks import plain
 from pipelines.evaluate import report
-from pipelines.evaluate.context import PAPER_RETRIEVAL, RETRIEVERS, Corpus, RetrievalConfig, retrieval_config
+from pipelines.evaluate.context import (
+    PAPER_RETRIEVAL,
+    RETRIEVERS,
+    Corpus,
+    RetrievalConfig,
+    check_retriever,
+    retrieval_config,
+)
 from pipelines.evaluate.forecast import (
     ANSWER_FORMATS,
     MODES,
@@ -196,6 +203,8 @@ def run(config: Config) -> Outcome:
             raise ValueError(f"{benchmark}/{task}: items of several types {sorted(kinds)}")
         rc = retrieval_config(benchmark, config.retrieval, config.retrieval_override)
         for setting in settings_for(kinds.pop(), config.modes, config.retrievers, config.answer_formats):
+            if setting.retriever:
+                check_retriever(setting.retriever, rc)
             summary = RunSummary(name=f"evaluate/{benchmark}/{task}.{setting.name}", rows_read=len(group))
             setting_summaries[(benchmark, task, setting.name)] = summary
             preparing.append(
