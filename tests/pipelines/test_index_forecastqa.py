@@ -11,13 +11,14 @@ from collections import Counter
 
 import pytest
 
-from pipelines.index import tfidf
+from pipelines.index import engine, tfidf
 from pipelines.index.build import run
 from pipelines.index.config import Config
 from pipelines.index.engine import TITLE_BOOST, ArticleIndex, has_title_index
 from tests.fixtures.evaluate.data import write_articles
 from udfs.cli import InputError
 from udfs.index_docs import terms
+from udfs.retrieval import LeakageError
 
 DAY = dt.datetime(2019, 4, 10, tzinfo=dt.UTC)
 # "glacier" once in each of the two: in the title of one, in the body of the other; both index
@@ -115,6 +116,15 @@ def test_tfidf_keeps_the_cutoff_inside_the_engine_query(root, monkeypatch):
     assert [h.doc_id for h in many] == sorted(expected, key=lambda i: -expected[i])
     assert all(h.text is None for h in many)
     assert index.count(DAY) == len(ROWS) - len(LATE)
+
+
+@pytest.mark.parametrize("mode", ["bm25_title", "tfidf"])
+def test_a_late_hit_is_caught_by_the_assertion(root, monkeypatch, mode):
+    monkeypatch.setattr(engine, "eligible", lambda *a, **k: "true")  # the prefilter lost
+    with pytest.raises(LeakageError):
+        ArticleIndex(root).search(QUERY, DAY, 10, mode)
+    with pytest.raises(LeakageError):
+        ArticleIndex(root).search_many([(QUERY, DAY, None)], 10, mode)
 
 
 def test_bm25_title_and_tfidf_refuse_what_they_cannot_do(root):
