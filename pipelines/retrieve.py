@@ -48,7 +48,11 @@ class Config:
     out: str = option(
         help="directory (path or s3://) the hit table is written to; a previous hit table there is replaced"
     )
-    mode: str = option("bm25", choices=MODES, help="bm25, dense or hybrid")
+    mode: str = option(
+        "bm25",
+        choices=MODES,
+        help="bm25, dense, hybrid (reciprocal rank fusion), bm25_title (a title match counts 1.25x) or tfidf",
+    )
     k: int = option(10, min=1, help="hits per query")
     strict: bool = option(False, help="BM25 with term statistics of each query's window only")
     passage_words: int | None = option(None, min=1, help="search the passages of N words instead of articles")

@@ -23,7 +23,11 @@ class Config:
     root: str = option(help="root URI whose index/articles was built by python -m pipelines.index")
     query: str = option(positional=True, help="the query text")
     cutoff: dt.datetime = option(help="only articles published strictly before this date or time (UTC)")
-    mode: str = option("hybrid", choices=MODES, help="bm25, dense or hybrid (reciprocal rank fusion)")
+    mode: str = option(
+        "hybrid",
+        choices=MODES,
+        help="bm25, dense, hybrid (reciprocal rank fusion), bm25_title (a title match counts 1.25x) or tfidf",
+    )
     k: int = option(10, min=1, help="hits to print")
 
     def __post_init__(self) -> None:

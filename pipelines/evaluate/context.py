@@ -22,7 +22,10 @@ from udfs.retrieval import Hit, LeakageError, check_hits
 from udfs.text import first_words
 from udfs.timeutil import to_utc
 
-RETRIEVERS = ("bm25", "dense", "hybrid", *within.SCORED)
+# the index's modes (pipelines.index.engine.MODES) — ForecastQA's three are bm25_title (its
+# paper's BM25, title matches boosted 1.25x), tfidf (DrQA-style) and dense (DPR-style: the
+# index's bi-encoder) — and the choices inside an item's own set (udfs.evaluate.within)
+RETRIEVERS = ("bm25", "dense", "hybrid", "bm25_title", "tfidf", *within.SCORED)
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,9 @@ class RetrievalConfig:
 # The papers' settings per benchmark ("*" for any other benchmark).
 PAPER_RETRIEVAL: dict[str, RetrievalConfig] = {
     "*": RetrievalConfig(),
-    "forecastqa": RetrievalConfig(k=10),  # ForecastQA §6.1: top 10, question as the query
+    # ForecastQA §6.1: top 10, question as the query; its paper retriever is --retrievers
+    # bm25_title (App. E.2), tfidf and dense its alternatives (Table 4)
+    "forecastqa": RetrievalConfig(k=10),
     "daily_oracle": RetrievalConfig(  # Daily Oracle §5: top 5, 512 words, [2019-01-01, ...)
         k=5, doc_words=512, since=retrieval.DAILY_ORACLE_START, strict=True
     ),
@@ -111,8 +116,9 @@ class Corpus:
         """Top-k eligible documents for an item: published in ``[since, min(t_cut, R))``, never
         a gold article, inside the item's fixed article set when it has one. With ``summaries``
         (article id → summary; ``rc.summaries``) every article is shown as its summary."""
-        if retriever not in RETRIEVERS:
-            raise ValueError(f"retriever must be one of {RETRIEVERS}")
+        problem = retriever_problem(retriever, rc)
+        if problem:
+            raise ValueError(problem)
         cutoff = effective_cutoff(item["t_cut"], rc)
         if retriever in within.SCORED or (summaries is not None and retriever == "dense"):
             return self._within(item, retriever, rc, cutoff, summaries or {})
@@ -282,6 +288,18 @@ def _doc(
         "title": article["title"] or "",
         "text": first_words(body, words) if words else body,
     }
+
+
+def retriever_problem(retriever: str, rc: RetrievalConfig) -> str | None:
+    """Why a retriever cannot run with a benchmark's settings (None: it can): ``tfidf`` needs the
+    articles' statistics (not a passage table), ``bm25_title`` has no strict form."""
+    if retriever not in RETRIEVERS:
+        return f"retriever must be one of {RETRIEVERS}"
+    if retriever == "tfidf" and rc.chunk_words:
+        return "tfidf_needs_whole_articles"
+    if retriever == "bm25_title" and rc.strict:
+        return "bm25_title_has_no_strict_form"
+    return None
 
 
 def effective_cutoff(t_cut: dt.datetime, rc: RetrievalConfig) -> dt.datetime:

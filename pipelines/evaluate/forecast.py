@@ -24,7 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipelines.evaluate.context import Context, Corpus, RetrievalConfig
+from pipelines.evaluate.context import Context, Corpus, RetrievalConfig, retriever_problem
 from pipelines.llm.stage import LLMStage, StageRunner
 from udfs.eval_items import YES_NO
 from udfs.evaluate import answers, retrieval_metrics, within
@@ -188,6 +188,9 @@ def prepare(
     """An item's prompt variables (and context) in one setting, or the reason it cannot be
     evaluated there."""
     context: Context | None = None
+    problem = retriever_problem(setting.retriever, rc) if setting.retriever else None
+    if problem:
+        return problem
     if setting.retriever in within.SCORED and all(s is None for s in item.get("context_scores") or []):
         return "no_context_scores"
     if setting.one_by_one:

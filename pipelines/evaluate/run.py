@@ -26,7 +26,13 @@ import ray
 
 from pipelines.benchmarks import plain
 from pipelines.evaluate import report
-from pipelines.evaluate.context import PAPER_RETRIEVAL, RETRIEVERS, Corpus, RetrievalConfig, retrieval_config
+from pipelines.evaluate.context import (
+    PAPER_RETRIEVAL,
+    RETRIEVERS,
+    Corpus,
+    RetrievalConfig,
+    retrieval_config,
+)
 from pipelines.evaluate.forecast import (
     ANSWER_FORMATS,
     BY_DATE,

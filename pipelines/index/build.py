@@ -16,7 +16,8 @@ Steps (named in the logs as ``stage=…``):
    batch as they stream out of Ray Data (the driver holds one batch; a batch appended twice by
    a retried writer fails the run) and, for the articles table, the strict statistics of each
    changed day counted whole (``statistics``); then the indexes are brought up to date: full-text (BM25)
-   on ``text``, a B-tree on ``published_at``, and an IVF-PQ vector index once the table has
+   on ``text`` and on ``title`` (``bm25_title``; a table built before it gets it on the next run,
+   changed partitions or not), a B-tree on ``published_at``, and an IVF-PQ vector index once the table has
    ``ANN_MIN_ROWS`` rows (exact search below that), trained again whenever the table has grown
    ``ANN_REGROWTH``-fold since its last training (new rows are folded into the old partitions).
 4. **record**: the partition list is written last, so an interrupted run redoes its partitions.
@@ -41,6 +42,7 @@ from pipelines.index.engine import (
     UNDATED,
     connect,
     has_index,
+    has_title_index,
     passage_table,
 )
 from pipelines.index.statistics import append_statistics
@@ -118,25 +120,30 @@ def run(config: Config) -> RunSummary:
     built = storage.read_json(manifest_uri) if exists and storage.exists(manifest_uri) else {}
     tables = [TABLE, *(passage_table(n) for n in config.passage_words)]
     missing = [t for t in tables if t not in db.list_tables().tables]
+    untitled = [t for t in tables if t not in missing and not has_title_index(db.open_table(t))]
     changed = sorted(d for d, (fp, _) in current.items() if built.get(d) != fp)
     gone = sorted(set(built) - set(current))
     log.info(
-        "stage=plan %d dated partitions, %d new or changed, %d gone; tables to create: %s",
+        "stage=plan %d dated partitions, %d new or changed, %d gone; tables to create: %s; "
+        "title indexes to add: %s",
         len(current),
         len(changed),
         len(gone),
         ", ".join(missing) or "none",
+        ", ".join(untitled) or "none",
     )
     summary.metrics.update(
         {"partitions": len(current), "partitions changed": len(changed), "partitions gone": len(gone)}
     )
-    if not changed and not gone and not missing:
+    if not changed and not gone and not missing and not untitled:
         summary.notes.append("the index is up to date: nothing written")
         return _finish(summary, db)
     for name in tables:
         days = sorted(current) if name in missing else changed
         if days or gone:
             _update(db, name, days, gone, current, config, summary)
+        elif name in untitled:  # an index built before bm25_title: its title index only
+            _in_worker(_index, config.root, name, False)
     storage.write_json(manifest_uri, {d: fp for d, (fp, _) in current.items()})
     return _finish(summary, db)
 
@@ -314,6 +321,9 @@ def _index(root: str, name: str, created: bool) -> None:
             table.create_index(column, config=BTree(), replace=True)
     else:
         table.optimize()
+    if not has_title_index(table):
+        # ForecastQA's title field: ES's simple analyzer (lowercased, no stemming, no stop words)
+        table.create_index("title", config=FTS(stem=False, remove_stop_words=False), replace=True)
     # Folding rows in keeps the partitions trained on the rows there were, so the vector index is
     # trained again each time the table has grown ANN_REGROWTH-fold since (partitions ∝ √rows:
     # each training doubles them; the total work stays a constant times the last one's)

@@ -1,12 +1,17 @@
-"""Searching the article index: BM25, dense and hybrid queries with the cutoff inside the engine.
+"""Searching the article index: BM25, dense, hybrid and TF-IDF queries with the cutoff inside the engine.
 
 ``ArticleIndex(root).search(query, cutoff, k=10, mode="hybrid")`` sends one LanceDB query whose
 prefilter is ``published_at < cutoff`` (and ``>= since``, ``article_id NOT IN exclude``, ``IN within``), so a
 full top-k of eligible articles comes back whenever k exist — never a post-filtered top-k. Every
 hit is checked against its cutoff before it leaves this module (``LeakageError``); undated
-articles are not in the index at all. Modes: ``bm25`` (LanceDB's full-text index), ``dense``
-(cosine similarity of MiniLM embeddings; exact search below ``ANN_MIN_ROWS`` rows, an IVF-PQ
-index above) and ``hybrid`` (both lists fused by reciprocal rank, ``rrf_k`` = 60).
+articles are not in the index at all. Modes: ``bm25`` (LanceDB's full-text index on ``text``),
+``dense`` (cosine similarity of MiniLM embeddings; exact search below ``ANN_MIN_ROWS`` rows, an
+IVF-PQ index above), ``hybrid`` (both lists fused by reciprocal rank, ``rrf_k`` = 60) and
+ForecastQA's two others: ``bm25_title`` (LanceDB's multi-match over the full-text indexes on
+``title`` and ``text``, best field wins, a title match counting ``TITLE_BOOST`` times: ES
+``multi_match`` best_fields over ``["title^1.25", "body"]``) and ``tfidf`` (DrQA's TF-IDF over an
+engine pool, ``pipelines.index.tfidf``). ForecastQA's DPR is ``dense``: pre-trained DPR weights are
+not available, so the index's bi-encoder is the dense-passage retriever.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipelines.index import tfidf
 from pipelines.index.strict import StrictStatistics
 from udfs import storage
 from udfs.cli import InputError
@@ -30,7 +36,8 @@ from udfs.retrieval import Hit, LeakageError, check_hits
 from udfs.schemas import ARTICLES, HIVE_NULL
 from udfs.timeutil import to_utc
 
-MODES = ("bm25", "dense", "hybrid")
+MODES = ("bm25", "dense", "hybrid", "bm25_title", "tfidf")
+TITLE_BOOST = 1.25  # ForecastQA App. E.2: fields ["title^1.25", "body"]
 # Hybrid queries project their sub-queries' score columns implicitly, which lance warns about on
 # every query; its warnings are kept out of the logs unless asked for.
 os.environ.setdefault("LANCEDB_LOG", "error")
@@ -113,6 +120,7 @@ class ArticleIndex:
         self.passages = table != TABLE
         self.encoder = self.table.schema.metadata.get(b"encoder", b"").decode() or None
         self._strict = StrictStatistics(db) if not self.passages else None
+        self._title_index = False  # whether ``title`` has a full-text index (asked until it has)
         # the async table behind the sync handle: a bm25 or dense search makes one trip to
         # LanceDB's event loop through it, where the sync query builder makes several
         self._async, self._loop = self.table._table, LOOP
@@ -137,22 +145,24 @@ class ArticleIndex:
         """The top ``k`` articles (passages) published in ``[since, cutoff)`` for ``query``, best
         first; never one of ``exclude``, only ones of ``within`` when given (both article ids), no
         marked near-duplicate when ``distinct``; with ``strict``, BM25 uses term statistics of
-        the window's articles only (``StrictStatistics``). Without ``text``, a bm25, dense or
-        hybrid hit carries no host, title or text, which the engine then does not read (for
-        callers that want ids: fewer columns of each hit fetched)."""
-        _check_mode(mode)
+        the window's articles only (``StrictStatistics``; ``tfidf`` always does). Without
+        ``text``, a hit of any mode but strict carries no host, title or text, which the engine
+        then does not read (for callers that want ids: fewer columns of each hit fetched)."""
+        _check_mode(mode, strict)
         if within is not None and not within:
             return []
-        if strict and self._strict is None:
-            raise ValueError("strict statistics are kept for whole articles, not passages")
+        # window statistics exist for whole articles only: a passage table fails here, before any query
+        statistics = self.statistics() if strict or mode == "tfidf" else None
         where = eligible(cutoff, since, exclude, within, distinct)
-        if strict and mode != "dense":
-            rows = self._strict.rank(self, query, cutoff, since, where, k, mode)
+        if mode == "tfidf":
+            rows = tfidf.rank(self, statistics, query, cutoff, since, where, k, text)
+        elif statistics is not None and mode != "dense":
+            rows = statistics.rank(self, query, cutoff, since, where, k, mode)
         elif mode == "hybrid":
             rows = self.query(query, mode, text).where(where, prefilter=True).limit(k).to_list()
         else:
-            vector = self._embed(query) if mode == "dense" else None
-            rows = self._loop.run(self._fetch(query, vector, where, k, text))
+            target = self._embed(query) if mode == "dense" else self._text_query(query, mode)
+            rows = self._loop.run(self._fetch(target, mode == "dense", where, k, text))
         return self._checked(rows, cutoff, since)
 
     def search_many(
@@ -167,27 +177,30 @@ class ArticleIndex:
         """``search`` for each ``(query, cutoff, since)``, hits in the order of ``queries``. BM25 and
         dense searches run ``CONCURRENCY`` at a time in the engine, whose threads then stay busy
         (about twice the queries per second of one by one on two cores; dense queries are also
-        embedded in one batch); hybrid and strict ones run one after another. ``text`` and
+        embedded in one batch); hybrid, tfidf and strict ones run one after another. ``text`` and
         ``distinct`` as in ``search`` (the batched retrieval stage writes ids, scores and times only)."""
-        _check_mode(mode)
-        if mode == "hybrid" or (strict and mode != "dense"):
+        _check_mode(mode, strict)
+        if mode in ("hybrid", "tfidf") or (strict and mode != "dense"):
             return [
                 self.search(q, cutoff, k, mode, since=since, distinct=distinct, strict=strict, text=text)
                 for q, cutoff, since in queries
             ]
-        vectors = list(self.embed([q for q, _, _ in queries])) if mode == "dense" else [None] * len(queries)
+        # query vectors or full-text queries, made here: a sync LanceDB call inside the engine's
+        # event loop (the title index check) would wait on that loop forever
+        texts = [q for q, _, _ in queries]
+        targets = list(self.embed(texts)) if mode == "dense" else [self._text_query(q, mode) for q in texts]
 
         async def fetch_all() -> list[list[dict[str, Any]]]:
             gate = asyncio.Semaphore(CONCURRENCY)
 
-            async def one(query: str, vector: Any, where: str) -> list[dict[str, Any]]:
+            async def one(target: Any, where: str) -> list[dict[str, Any]]:
                 async with gate:
-                    return await self._fetch(query, vector, where, k, text)
+                    return await self._fetch(target, mode == "dense", where, k, text)
 
             return await asyncio.gather(
                 *(
-                    one(q, vector, eligible(cutoff, since, (), None, distinct))
-                    for (q, cutoff, since), vector in zip(queries, vectors, strict=True)
+                    one(target, eligible(cutoff, since, (), None, distinct))
+                    for (_, cutoff, since), target in zip(queries, targets, strict=True)
                 )
             )
 
@@ -272,14 +285,15 @@ class ArticleIndex:
         parts = [ARTICLES.read_partition(self.root, day, columns, ours) for day in days]
         return pa.concat_tables(parts)
 
-    async def _fetch(self, query: str, vector: Any, where: str, k: int, text: bool) -> list[dict[str, Any]]:
-        """One bm25 (``vector`` None) or dense search with ``where`` as its prefilter."""
+    async def _fetch(self, target: Any, dense: bool, where: str, k: int, text: bool) -> list[dict[str, Any]]:
+        """One full-text (``target`` a ``_text_query``) or dense (``target`` a query vector) search
+        with ``where`` as its prefilter."""
         search = self._async.query()
         columns = self._columns(text)
-        if vector is None:
-            search = search.nearest_to_text(query).select([*columns, "_score"])
+        if dense:
+            search = search.nearest_to(target).distance_type("cosine").select([*columns, "_distance"])
         else:
-            search = search.nearest_to(vector).distance_type("cosine").select([*columns, "_distance"])
+            search = search.nearest_to_text(target).select([*columns, "_score"])
         return (await search.where(where).limit(k).to_arrow()).to_pylist()
 
     def _hit(self, row: dict[str, Any], rank: int) -> IndexHit:
@@ -301,8 +315,9 @@ class ArticleIndex:
     def query(self, query: str, mode: str, text: bool = True) -> Any:
         """The engine query of one mode, before its prefilter and limit."""
         columns = self._columns(text)
-        if mode == "bm25":
-            return self.table.search(query, query_type="fts").select([*columns, "_score"])
+        if mode in ("bm25", "bm25_title"):
+            search = self.table.search(self._text_query(query, mode), query_type="fts")
+            return search.select([*columns, "_score"])
         vector = self._embed(query)
         if mode == "dense":
             search = self.table.search(vector, query_type="vector").distance_type("cosine")
@@ -312,11 +327,34 @@ class ArticleIndex:
         return (
             self.table.search(query_type="hybrid")
             .vector(vector)
-            .text(query)
+            .text(self._text_query(query, "bm25"))
             .distance_type("cosine")
             .rerank(RRFReranker())
             .select(columns)
         )
+
+    def _text_query(self, query: str, mode: str) -> Any:
+        """The full-text query of a mode: ``text`` alone (a plain query would search every
+        full-text index, the title's too), or the boosted multi-match of ``bm25_title``."""
+        from lancedb.query import MatchQuery, MultiMatchQuery
+
+        if mode == "bm25":
+            return MatchQuery(query, "text")
+        if not self._title_index:
+            self._title_index = has_title_index(self.table)
+        if not self._title_index:
+            raise InputError(
+                f"the index table {self.name!r} at {self.root} has no full-text index on title, which "
+                f"bm25_title needs (it was built before that mode existed): run python -m "
+                f"pipelines.index --root {self.root} to add it"
+            )
+        return MultiMatchQuery(query, ["title", "text"], boosts=[TITLE_BOOST, 1.0])
+
+    def statistics(self) -> StrictStatistics:
+        """The window statistics of strict and tfidf searches (kept for whole articles only)."""
+        if self._strict is None:
+            raise ValueError("strict and tfidf statistics are kept for whole articles, not passages")
+        return self._strict
 
     def embed(self, texts: list[str]):
         """Query vectors from the encoder the table was built with."""
@@ -328,9 +366,16 @@ class ArticleIndex:
         return self.embed([query])[0]
 
 
-def _check_mode(mode: str) -> None:
+def has_title_index(table) -> bool:
+    """Whether ``table`` has the full-text index on ``title`` that ``bm25_title`` searches."""
+    return any(i.index_type == "FTS" and list(i.columns) == ["title"] for i in table.list_indices())
+
+
+def _check_mode(mode: str, strict: bool) -> None:
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if strict and mode == "bm25_title":
+        raise ValueError("strict statistics are kept for the text field, so bm25_title has no strict form")
 
 
 def _score(row: dict) -> float:

@@ -58,7 +58,9 @@ def local_root(tmp_path_factory, ray_local) -> str:
 
 def probe(root: str) -> None:
     index = ArticleIndex(root)
-    for mode, strict in [*((m, False) for m in MODES), ("bm25", True), ("hybrid", True)]:
+    # tfidf has its own probes (test_index_forecastqa): DrQA's idf is 0 for a term in half the
+    # window's articles or more, as "zeppelin" and "hangar" are here
+    for mode, strict in [*((m, False) for m in MODES if m != "tfidf"), ("bm25", True), ("hybrid", True)]:
         for form, (cutoff, expected) in CUTOFFS.items():
             hits = index.search("zeppelin hangar", cutoff, k=10, mode=mode, strict=strict)
             zeppelin = {h.doc_id for h in hits} - {"other"}

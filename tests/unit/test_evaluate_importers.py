@@ -143,3 +143,16 @@ def test_questions_without_freeze_time_are_skipped_and_counted():
     )
     assert table.num_rows == 1 and skipped == {"no_freeze_time": 1}
     assert table.to_pylist()[0]["background"] == ["Resolution criteria: Rule."]
+
+
+def test_a_different_mc_layout_fails_naming_the_keys():
+    """The MC keys are our assumption: a real file that names its options otherwise stops the
+    import on its first MC item, naming what it has and what was expected."""
+    data = sample()
+    item = data["multichoice_questions"][0]
+    item["options"] = item.pop("choices")
+    with pytest.raises(
+        ForecastQAFormatError,
+        match=r"multichoice_questions\[0\]: unknown keys \['options'\], missing \[.choices.\] \(expected",
+    ):
+        forecastqa_items(data, "test", check_counts=False)

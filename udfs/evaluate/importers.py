@@ -4,10 +4,12 @@
   ``udfs.questions``) become ``binary_prob`` items: ``t_cut`` = the question's freeze time
   (ForecastBench ``freeze_datetime``), ``t_resolve`` = its resolution date. A question without a
   freeze time has no known information cutoff and is skipped with a reason.
-- **ForecastQA** public JSON (layout reported by third parties, unverified; spec §8): a dict with
-  ``yesno_questions`` and ``multichoice_questions``. Yes/no items carry ``id, question, answer,
-  time_constraint``; MC items additionally ``choices`` (our assumption: a list of the 4 option
-  texts, ``answer`` being one of them). ``t_cut`` = ``time_constraint`` (a date means 00:00 UTC).
+- **ForecastQA** public JSON (spec §8): a dict with ``yesno_questions`` and
+  ``multichoice_questions``; yes/no items carry ``id, question, answer, time_constraint`` (both
+  seen in a listing of the real train file: Hypogenic-AI/news-future-ai-codex,
+  ``logs/resource_finder_codex_transcript.jsonl``). MC items additionally ``choices`` — our
+  assumption, found nowhere public: a list of the 4 option texts, ``answer`` being one of them.
+  ``t_cut`` = ``time_constraint`` (a date means 00:00 UTC).
   The importer fails on any unknown key, on a missing answer, on an MC item without exactly 4
   distinct options including the answer, on a cutoff outside [2019-01-01, 2019-11-22], and — for
   a complete public split — on counts that differ from the paper's Table 2.
@@ -91,7 +93,9 @@ def forecastqa_items(data: Any, split: str, check_counts: bool) -> list[dict[str
             keys = set(raw)
             if keys != _FQA_KEYS[kind]:
                 raise ForecastQAFormatError(
-                    f"{where}: unknown keys {sorted(keys - _FQA_KEYS[kind])}, missing {sorted(_FQA_KEYS[kind] - keys)}"
+                    f"{where}: unknown keys {sorted(keys - _FQA_KEYS[kind])}, missing "
+                    f"{sorted(_FQA_KEYS[kind] - keys)} (expected {sorted(_FQA_KEYS[kind])}; "
+                    "docs/evaluate.md says which keys are verified)"
                 )
             question = raw["question"]
             if not isinstance(question, str) or not question.strip():
