@@ -168,7 +168,7 @@ class Corpus:
             )
             for n, d in enumerate(kept, 1)
         ]
-        return self._context(item, hits, None, cutoff, len(eligible), None)
+        return self._context(item, hits, None, cutoff, len(eligible), None, articles)
 
     def _context(
         self,
@@ -178,10 +178,12 @@ class Corpus:
         cutoff: dt.datetime,
         n_eligible: int,
         summaries: dict[str, str] | None,
+        articles: dict[str, dict[str, Any]] | None = None,
     ) -> Context:
         """The checked context of some hits, oldest first (ForecastQA R4, ours); ``rc`` None
-        shows whole articles."""
-        articles = self.articles([h.source_id or h.doc_id for h in hits])
+        shows whole articles. ``articles``: their rows when already read (by article id)."""
+        if articles is None:
+            articles = self.articles([h.source_id or h.doc_id for h in hits])
         check_hits(hits, cutoff)
         check_context(item, hits, articles, cutoff)
         hits = sorted(hits, key=lambda h: (h.published_at, h.rank))
@@ -216,7 +218,7 @@ class Corpus:
             Hit(doc_id=a, published_at=to_utc(articles[a]["published_at"]), score=score, rank=rank)
             for rank, (a, score) in enumerate(chosen, 1)
         ]
-        return self._context(item, hits, rc, cutoff, len(ids), summaries)
+        return self._context(item, hits, rc, cutoff, len(ids), summaries, articles)
 
     def gold(self, item: dict[str, Any], doc_words: int) -> Context | None:
         """The item's gold articles (gold-context mode, exempt from the cutoff); None when it
