@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from udfs.index_docs import article_of
 from udfs.timeutil import to_utc
 
 # kind → what a violation of it means (the report's row titles, in this order)
@@ -30,7 +31,6 @@ KINDS: dict[str, str] = {
 }
 EXAMPLES = 5  # examples kept per kind
 MIN_ANSWER_WORDS, MIN_ANSWER_CHARS = 2, 4  # shorter answers are not searched for in the question
-_PASSAGE = re.compile(r"#\d+$")  # a passage id is "<article_id>#<n>" (udfs.index_docs.passages)
 _EDGES = re.compile(r"^[\W_]+|[\W_]+$")
 
 
@@ -114,11 +114,6 @@ class Reference:
     stored_date: dt.datetime | None = None
     has_stored_date: bool = False
     exempt: bool = False  # gold-context rows show gold articles on purpose
-
-
-def article_of(doc_id: str) -> str:
-    """The article of an index document id (a passage ``<article>#<n>`` → ``<article>``)."""
-    return _PASSAGE.sub("", doc_id)
 
 
 def check_cutoffs(items: Iterable[dict[str, Any]], audit: BenchmarkAudit) -> None:

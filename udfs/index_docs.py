@@ -123,6 +123,20 @@ def pack_passages(text: str, words: int) -> list[str]:
     return passages
 
 
+_PASSAGE_SUFFIX = re.compile(r"#\d+$")
+
+
+def passage_id(article_id: str, n: int) -> str:
+    """The id of an article's ``n``-th passage."""
+    return f"{article_id}#{n}"
+
+
+def article_of(doc_id: str) -> str:
+    """The article of an index document id: a passage ``<article>#<n>`` → ``<article>``; an
+    article id is itself."""
+    return _PASSAGE_SUFFIX.sub("", doc_id)
+
+
 def passages(batch: pa.Table, words: int) -> pa.Table:
     """Passage documents of the dated articles of ``batch``: ``passage_id`` (``<article>#<n>``),
     the article's fields and the passage as ``text``."""
@@ -132,7 +146,7 @@ def passages(batch: pa.Table, words: int) -> pa.Table:
     rows = dated.take(owner)
     published = rows["published_at"].cast(UTC_TS)
     ids = [
-        f"{a}#{n}"
+        passage_id(a, n)
         for a, c in zip(dated["article_id"].to_pylist(), chunks, strict=True)
         for n in range(len(c))
     ]

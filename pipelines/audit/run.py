@@ -4,7 +4,7 @@
 
 Reads each benchmark's ``eval_items``, the stored evaluation results under ``eval/`` and, for
 the ids they show, the articles' own publication dates (a projected, filtered read of
-``corpus/articles``, in batches: never the corpus). Prints a table per benchmark, writes
+``corpus/articles``, one streamed scan: never the corpus in memory). Prints a table per benchmark, writes
 ``<root>/eval/audit.json`` and exits 1 when anything is violated. See docs/audit.md.
 """
 
@@ -24,7 +24,6 @@ from udfs.evaluate.scoring import RESULT_SCHEMA
 from udfs.layout import Layout
 from udfs.schemas import ARTICLES
 
-LOOKUP_BATCH = 10_000  # article ids in one filtered read of corpus/articles
 RESULT_COLUMNS = [
     "item_id",
     "model",
@@ -100,20 +99,17 @@ def event_keys(root: str, name: str, spec: audit.EventKey) -> dict[str, str]:
 
 
 def article_dates(root: str, ids: set[str]) -> dict[str, dt.datetime | None]:
-    """``published_at`` (None when undated) of those of ``ids`` in corpus/articles, read in
-    batches of ``LOOKUP_BATCH`` ids with only the two columns needed."""
+    """``published_at`` (None when undated) of those of ``ids`` in corpus/articles: one streamed
+    scan of the two columns needed, filtered to ``ids`` in the reader (never the corpus in memory)."""
     if not ids:
         return {}
     Layout(root).require(ARTICLES)
-    dataset = ARTICLES.dataset(root)
-    ordered = sorted(ids)
+    scanner = ARTICLES.dataset(root).scanner(
+        columns=["article_id", "published_at"], filter=ds.field("article_id").isin(sorted(ids))
+    )
     dates: dict[str, dt.datetime | None] = {}
-    for start in range(0, len(ordered), LOOKUP_BATCH):
-        batch = ordered[start : start + LOOKUP_BATCH]
-        table = dataset.to_table(
-            columns=["article_id", "published_at"], filter=ds.field("article_id").isin(batch)
-        )
-        dates.update(zip(table["article_id"].to_pylist(), table["published_at"].to_pylist(), strict=True))
+    for batch in scanner.to_batches():
+        dates.update(zip(batch["article_id"].to_pylist(), batch["published_at"].to_pylist(), strict=True))
     return dates
 
 

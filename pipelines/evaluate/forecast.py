@@ -365,7 +365,8 @@ def _choice_probs(answer: dict[str, Any], request: Request) -> list[float]:
     elif fmt in FREE_TEXT:
         shown = [request.item["choices"][i] for i in perm] if perm is not None else []
         ask = answers.text_ask(request.item["type"])
-        presented = answers.read_free_text(answer["answer_text"], ask, labels, shown)
+        reasoned = fmt != "text"  # ScratchPad and CoT answer after their reasoning
+        presented = answers.read_free_text(answer["answer_text"], ask, labels, shown, reasoned)
     else:
         presented = answers.parse_label_probabilities(answer["answer_json"], labels)
     return answers.to_original_order(presented, perm) if perm is not None else presented

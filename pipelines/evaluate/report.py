@@ -27,7 +27,12 @@ from udfs.evaluate.scoring import RESULT_SCHEMA
 from udfs.layout import Layout
 
 REJECTED_SCHEMA = pa.schema(
-    [pa.field("item_id", pa.string()), pa.field("setting", pa.string()), pa.field("reason", pa.string())]
+    [
+        pa.field("item_id", pa.string()),
+        pa.field("setting", pa.string()),
+        pa.field("split", pa.string()),
+        pa.field("reason", pa.string()),
+    ]
 )
 
 
@@ -40,33 +45,44 @@ def eval_uri(root: str, *parts: str) -> str:
     return Layout(root).eval(*parts)
 
 
-def write_results(root: str, benchmark: str, model: str, rows: list[dict[str, Any]]) -> None:
-    """Per-item results of one benchmark and model. Within each setting present, the splits this
-    run evaluated are replaced and the others' earlier results are kept, so runs over different
-    ``--splits`` (PROPHET's L1, L2, none) coexist; other settings are untouched."""
+Runs = set[tuple[str, str]]  # the (setting, split) pairs one evaluation run evaluated
+
+
+def _others(uri: str, schema: pa.Schema, ran: Runs, partition_cols: list[str]) -> pa.Table:
+    """The stored rows of ``uri`` whose (setting, split) this run did not evaluate; rows without
+    a split (written before rows had one) go with the run's settings."""
+    stored = storage.read_table(uri, schema, partition_cols=partition_cols)
+    keys = pc.binary_join_element_wise(stored["setting"], pc.fill_null(stored["split"], ""), "\x1f")
+    ours = pc.is_in(keys, value_set=pa.array([f"{s}\x1f{p}" for s, p in ran], pa.string()))
+    legacy = pc.and_(
+        pc.is_null(stored["split"]), pc.is_in(stored["setting"], pa.array(sorted({s for s, _ in ran})))
+    )
+    return stored.filter(pc.invert(pc.or_(ours, legacy))).select(schema.names)
+
+
+def write_results(
+    root: str, benchmark: str, model: str, rows: list[dict[str, Any]], ran: Runs | None = None
+) -> None:
+    """Per-item results of one benchmark and model. The (setting, split) pairs the run evaluated
+    (``ran``; default: those of ``rows``) are replaced and every other pair's earlier results are
+    kept, so runs over different ``--splits`` (PROPHET's L1, L2, none) coexist."""
     uri = eval_uri(root, benchmark, model_slug(model), "results")
     table = pa.Table.from_pylist(
         [{f.name: r.get(f.name) for f in RESULT_SCHEMA} for r in rows], RESULT_SCHEMA
     )
-
-    def runs(t: pa.Table) -> pa.ChunkedArray:  # one (setting, split) key per row
-        return pc.binary_join_element_wise(t["setting"], t["split"], "\x1f")
-
-    kept = storage.read_table(
-        uri,
-        RESULT_SCHEMA,
-        partition_cols=["setting"],
-        filter=pc.field("setting").isin(pc.unique(table["setting"])),
-    )
-    kept = kept.filter(pc.invert(pc.is_in(runs(kept), value_set=pc.unique(runs(table)))))
-    storage.write_dataset(pa.concat_tables([kept.select(RESULT_SCHEMA.names), table]), uri, ["setting"])
+    ran = ran if ran is not None else {(r["setting"], r["split"]) for r in rows}
+    kept = _others(uri, RESULT_SCHEMA, ran, ["setting"])
+    storage.write_dataset(pa.concat_tables([kept, table]), uri, ["setting"], replace="all")
 
 
-def write_rejected(root: str, benchmark: str, model: str, rows: list[tuple[str, str, str]]) -> None:
+def write_rejected(root: str, benchmark: str, model: str, rows: list[dict[str, str]], ran: Runs) -> None:
+    """The items a setting could not evaluate, with the reason; kept across runs like results."""
+    uri = eval_uri(root, benchmark, model_slug(model), "rejected")
     table = pa.Table.from_pylist(
-        [{"item_id": i, "setting": s, "reason": r} for i, s, r in rows], REJECTED_SCHEMA
+        [{f.name: r.get(f.name) for f in REJECTED_SCHEMA} for r in rows], REJECTED_SCHEMA
     )
-    storage.write_dataset(table, eval_uri(root, benchmark, model_slug(model), "rejected"), replace="all")
+    kept = _others(uri, REJECTED_SCHEMA, ran, [])
+    storage.write_dataset(pa.concat_tables([kept, table]), uri, replace="all")
 
 
 def read_all_results(root: str) -> list[dict[str, Any]]:

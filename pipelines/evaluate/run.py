@@ -193,7 +193,13 @@ def _article_summaries(
                 wanted[benchmark].update(item.get("context_article_ids") or [])
     if not wanted:
         return {}
-    found = summarize(config.root, set().union(*wanted.values()), summarizer, max(words.values()))
+    ids = set().union(*wanted.values())
+    found = summarize(config.root, ids, summarizer, max(words.values()))
+    if config.plan and len(found) < len(ids):
+        print(
+            f"plan: {len(ids) - len(found)} article summaries are not computed yet; the forecast prompts "
+            f"of {', '.join(sorted(wanted))} are estimated here with the articles' text instead"
+        )
     return {b: ray.put({a: found[a] for a in ids if a in found}) for b, ids in wanted.items()}
 
 
@@ -240,7 +246,7 @@ def run(config: Config) -> Outcome:
     for item in items:
         groups[(item["benchmark"], item["task"])].append(item)
     requests: list[Request] = []
-    rejected: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+    rejected: dict[str, list[dict[str, str]]] = defaultdict(list)
     ensure_ray(config.llm)
     article_summaries = _article_summaries(config, groups, summarizer)
     prepare_group = ray.remote(_prepare_group)
@@ -272,7 +278,14 @@ def run(config: Config) -> Outcome:
         for item, prepared in zip(group, ray.get(ref), strict=True):
             if isinstance(prepared, str):
                 summary.reject(prepared)
-                rejected[benchmark].append((item["item_id"], setting.name, prepared))
+                rejected[benchmark].append(
+                    {
+                        "item_id": item["item_id"],
+                        "setting": setting.name,
+                        "split": item["split"],
+                        "reason": prepared,
+                    }
+                )
             else:
                 requests.append(prepared)
         summary.finish()  # its time is the preparation (retrieval) time
@@ -297,7 +310,7 @@ def run(config: Config) -> Outcome:
         summary = setting_summaries[(row["benchmark"], row["task"], row["setting"])]
         summary.rows_written += 1
         summary.metrics["refusals"] = summary.metrics.get("refusals", 0) + row["refusal"]
-        if request.k is not None:
+        if request.k is not None and row["run"] == 0:  # per item, not per repeated answer
             entry = retrieval_log.setdefault(
                 (row["benchmark"], row["task"], row["setting"]),
                 {
@@ -321,8 +334,9 @@ def run(config: Config) -> Outcome:
         if request.setting.one_by_one:
             by_date[request.item["benchmark"]].append(by_date_row(request, options))
     for benchmark in sorted(set(by_benchmark) | set(rejected)):
-        report.write_results(config.root, benchmark, model, by_benchmark[benchmark])
-        report.write_rejected(config.root, benchmark, model, rejected[benchmark])
+        ran = {(r["setting"], r["split"]) for r in (*by_benchmark[benchmark], *rejected[benchmark])}
+        report.write_results(config.root, benchmark, model, by_benchmark[benchmark], ran)
+        report.write_rejected(config.root, benchmark, model, rejected[benchmark], ran)
         if by_date[benchmark]:
             report.write_results(config.root, benchmark, BY_DATE, by_date[benchmark])
     reports = report.write_reports(config.root, report.read_all_results(config.root), config.seed)

@@ -8,6 +8,7 @@ import pytest
 
 from udfs import audit
 from udfs.audit import BenchmarkAudit
+from udfs.index_docs import article_of
 
 CUT = dt.datetime(2024, 4, 1, tzinfo=dt.UTC)
 BEFORE, AT = CUT - dt.timedelta(seconds=1), CUT
@@ -37,7 +38,7 @@ def judge(items, results=()) -> BenchmarkAudit:
 
 
 def test_passage_ids_map_to_their_article():
-    assert audit.article_of("abc#3") == "abc" and audit.article_of("abc") == "abc"
+    assert article_of("abc#3") == "abc" and article_of("abc") == "abc" and article_of("a#b") == "a#b"
     assert audit.referenced_articles(audit.result_references([result(["old#0", "old#12"])], {})) == {"old"}
 
 

@@ -203,3 +203,31 @@ def test_the_evaluation_command_line_takes_every_answer_format_and_the_new_optio
     assert config.modes == ("closed_book", "retrieval", "gold_context")  # long_context is opt-in
     with pytest.raises(SystemExit):
         parse(Config, ["--root", "r", "--answer-formats", "poem"], "x")
+
+
+@pytest.mark.parametrize(
+    ("text", "ask", "expected"),
+    [
+        (
+            "1. Reasons the answer could be No: rates.\n2. Reasons for Yes: demand.\nFinal answer: Yes",
+            "yesno",
+            [1.0, 0.0],
+        ),
+        ("(a) seems plausible, but (c) fits the reports better.\nFinal: (c)", "letter", [0.0, 0.0, 1.0, 0.0]),
+        ("Weighing both sides.\nB. Talks collapse.", "letter", [0.0, 1.0, 0.0, 0.0]),
+        ("Several signs point one way.\nTalks collapse", "letter", [0.0, 1.0, 0.0, 0.0]),
+    ],
+)
+def test_reasoned_answers_are_read_at_their_end(text, ask, expected):
+    labels = answers.option_labels(4) if ask == "letter" else ["Yes", "No"]
+    assert answers.read_free_text(text, ask, labels, OPTIONS, reasoned=True) == expected
+    if ask == "yesno":  # read as a plain answer, the reasoning's first word would win
+        assert answers.read_free_text(text, ask, labels, OPTIONS) == [0.0, 1.0]
+
+
+def test_a_reply_opening_with_the_word_a_is_no_option():
+    with pytest.raises(ParseError, match="refusal"):
+        answers.read_free_text(
+            "A prediction is impossible here.", "letter", answers.option_labels(4), OPTIONS
+        )
+    assert answers.read_free_text("b", "letter", answers.option_labels(4), OPTIONS) == [0.0, 1.0, 0.0, 0.0]

@@ -238,3 +238,23 @@ def test_repeated_runs_give_mean_and_std_over_runs():
     assert row["brier"] == pytest.approx(0.625) and row["brier_std"] == pytest.approx(0.5303300859)
     single = leaderboard(rows[:2]).to_pylist()[0]
     assert single["runs"] == 1 and single["accuracy_std"] is None and single["brier_std"] is None
+
+
+def test_rejected_rows_of_other_splits_are_kept_like_results(tmp_path):
+    from pipelines.evaluate import report
+
+    root = str(tmp_path)
+
+    def rejected(item_id, split, reason="no_context_scores", setting="retrieval-cil_high.text"):
+        return {"item_id": item_id, "setting": setting, "split": split, "reason": reason}
+
+    def stored():
+        uri = report.eval_uri(root, "prophet", "m", "rejected")
+        return sorted((r["item_id"], r["split"]) for r in storage.read_table(uri).to_pylist())
+
+    report.write_rejected(root, "prophet", "m", [rejected("a", "L1")], {("retrieval-cil_high.text", "L1")})
+    report.write_rejected(root, "prophet", "m", [rejected("b", "L2")], {("retrieval-cil_high.text", "L2")})
+    assert stored() == [("a", "L1"), ("b", "L2")]
+    # L1 runs again and its item is answered now: its rejection goes, L2's stays
+    report.write_rejected(root, "prophet", "m", [], {("retrieval-cil_high.text", "L1")})
+    assert stored() == [("b", "L2")]

@@ -105,7 +105,7 @@ def parse_order_columns(text: str) -> dict[str, Any]:
 TEXT_ASKS = ("yesno", "letter", "probability")  # what a free-text answer is asked for
 _YES_NO_WORD = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 _PAREN_LETTER = re.compile(r"\(([A-Za-z])\)")
-_LEADING_LETTER = re.compile(r"^\s*([A-Za-z])(?:[).:]|\s|$)")
+_LEADING_LETTER = re.compile(r"^\s*([A-Za-z])\s*(?:[).:]|$)")
 _STARRED = re.compile(r"\*\s*(0(?:\.\d+)?|1(?:\.0+)?|\.\d+)\s*\*")
 
 
@@ -127,13 +127,17 @@ def _normal(text: str) -> str:
     return " ".join(text.lower().strip().strip("\"'").rstrip(".").split())
 
 
-def read_free_text(text: str, ask: str, labels: Sequence[str], options: Sequence[str] = ()) -> list[float]:
+def read_free_text(
+    text: str, ask: str, labels: Sequence[str], options: Sequence[str] = (), reasoned: bool = False
+) -> list[float]:
     """The presented-order probabilities a free-text answer states, in the papers' forms:
     ``probability`` — the last ``*p*`` with p in [0, 1] (PROPHET) → [p, 1 − p]; ``yesno`` — the
     first word yes or no (Daily Oracle) → one-hot; ``letter`` — the first ``(x)``, else a reply
-    that is exactly one option's text, else a leading ``x.``/``x)``/``x:`` (TCELongBench's
-    ``A. <text>.``) → one-hot. The exact text comes before the leading letter (Daily Oracle checks
-    it last) because an option may itself start with the word "A". Anything else raises
+    that is exactly one option's text, else a leading ``x.``/``x)``/``x:`` or a lone letter
+    (TCELongBench's ``A. <text>.``) → one-hot. The exact text comes before the leading letter
+    (Daily Oracle checks it last) because an option may itself start with the word "A".
+    ``reasoned`` (ScratchPad, CoT): the answer ends the reply, so the last yes/no word or
+    ``(x)`` counts, and the text and letter rules read its last line. Anything else raises
     ParseError: a refusal."""
     if ask == "probability":
         found = _STARRED.findall(text)
@@ -141,16 +145,20 @@ def read_free_text(text: str, ask: str, labels: Sequence[str], options: Sequence
             raise ParseError("refusal: no *probability* in the answer")
         p = float(found[-1])
         return [p, 1.0 - p]
+    pick = (lambda found: found[-1]) if reasoned else (lambda found: found[0])
     if ask == "yesno":
-        match = _YES_NO_WORD.search(text)
-        if not match:
+        words = _YES_NO_WORD.findall(text)
+        if not words:
             raise ParseError("refusal: no yes or no in the answer")
-        return [1.0, 0.0] if match.group(1).lower() == "yes" else [0.0, 1.0]
+        return [1.0, 0.0] if pick(words).lower() == "yes" else [0.0, 1.0]
     wanted = [label.lower() for label in labels]
-    named = [i for i, option in enumerate(options) if _normal(option) == _normal(text)]
-    letter = next((m for m in _PAREN_LETTER.findall(text) if m.lower() in wanted), None)
+    lines = [line for line in text.splitlines() if line.strip()]
+    answer = lines[-1] if reasoned and lines else text
+    named = [i for i, option in enumerate(options) if _normal(option) == _normal(answer)]
+    letters = [m for m in _PAREN_LETTER.findall(text) if m.lower() in wanted]
+    letter = pick(letters) if letters else None
     if letter is None and not named:
-        lead = _LEADING_LETTER.match(text)
+        lead = _LEADING_LETTER.match(answer)
         letter = lead.group(1) if lead and lead.group(1).lower() in wanted else None
     if letter is not None:
         index = wanted.index(letter.lower())

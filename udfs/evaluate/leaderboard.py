@@ -145,12 +145,12 @@ def _by_run(rows: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
 def _std_over_runs(
     runs: dict[int, list[dict[str, Any]]], value: Callable[[dict[str, Any]], Any]
 ) -> float | None:
-    """The sample standard deviation (ddof 1) of the per-run means (None for one run): PROPHET's
-    mean ± std over runs."""
-    if len(runs) < 2:
+    """The sample standard deviation (ddof 1) of the per-run means (None for one run, or when a
+    run has no value): PROPHET's mean ± std over runs."""
+    values = [[v for r in group if (v := value(r)) is not None] for group in runs.values()]
+    if len(values) < 2 or not all(values):
         return None
-    means = [np.mean([v for r in group if (v := value(r)) is not None]) for group in runs.values()]
-    return float(np.std(means, ddof=1))
+    return float(np.std([np.mean(v) for v in values], ddof=1))
 
 
 def _per_item(rows: list[dict[str, Any]], column: str) -> list[float]:
@@ -212,7 +212,8 @@ def _summarise(rows: list[dict[str, Any]], seed: int) -> dict[str, Any]:
         out["open_precision"] = _mean([r["open_precision"] or 0.0 for r in rows])
         out["open_recall"] = _mean([r["open_recall"] or 0.0 for r in rows])
         out["open_f1"] = _mean(f1)
-        out["open_f1_ci_low"], out["open_f1_ci_high"] = metrics.mean_ci(f1, key + 2)
+        per_item = _per_item([{**r, "open_f1": r["open_f1"] or 0.0} for r in rows], "open_f1")
+        out["open_f1_ci_low"], out["open_f1_ci_high"] = metrics.mean_ci(per_item, key + 2)
         out["open_f1_code"] = _mean([r["open_f1_code"] or 0.0 for r in rows])
     for column, source in MEANS.items():  # over the rows that have the value
         out[column] = _mean([float(r[source]) for r in rows if r.get(source) is not None])

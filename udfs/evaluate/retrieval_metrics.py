@@ -18,13 +18,8 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
+from udfs.index_docs import article_of
 from udfs.timeutil import to_utc
-
-PASSAGE_MARK = "#"  # passage ids are <article id>#<n> (udfs.index_docs)
-
-
-def source_article(doc_id: str) -> str:
-    return doc_id.split(PASSAGE_MARK, 1)[0]
 
 
 def hits(item: dict[str, Any], ids: Sequence[str], dates: Sequence[dt.datetime]) -> dict[str, bool | None]:
@@ -33,7 +28,7 @@ def hits(item: dict[str, Any], ids: Sequence[str], dates: Sequence[dt.datetime])
     days = set(item.get("evidence_dates") or [])
     shown = {to_utc(d).date() for d in dates}
     return {
-        "hit_doc": bool(articles & {source_article(i) for i in ids}) if articles else None,
+        "hit_doc": bool(articles & {article_of(i) for i in ids}) if articles else None,
         "hit_date": bool(days & shown) if days else None,
         "hit_dates": shown == days if len(days) > 1 else None,
     }
