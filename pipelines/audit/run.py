@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow.dataset as ds
 
 from pipelines.evaluate.inputs import discover_benchmarks, read_benchmark_items
+from pipelines.evaluate.report import result_tables
 from udfs import audit, storage
 from udfs.cli import InputError, check_options, option
 from udfs.evaluate.scoring import RESULT_SCHEMA
@@ -62,18 +63,6 @@ def built_benchmarks(root: str) -> set[str]:
     """Names of every ``benchmarks/<name>/`` holding a table, with evaluation items or not."""
     base = Layout(root).path("benchmarks")
     return {PurePosixPath(uri[len(base) + 1 :]).parts[0] for uri in storage.list_files(base, ".parquet")}
-
-
-def result_benchmarks(root: str) -> dict[str, list[str]]:
-    """Benchmark → models with stored per-item results under ``eval/`` (``_runs`` and other
-    ``_`` directories are the runs' caches, not results)."""
-    base = Layout(root).eval()
-    found: dict[str, set[str]] = {}
-    for uri in storage.list_files(base, ".parquet"):
-        parts = PurePosixPath(uri[len(base) + 1 :]).parts
-        if len(parts) >= 4 and parts[2] == "results" and not parts[0].startswith("_"):
-            found.setdefault(parts[0], set()).add(parts[1])
-    return {name: sorted(models) for name, models in found.items()}
 
 
 def read_results(root: str, name: str, models: list[str]) -> list[dict[str, Any]]:
@@ -168,7 +157,7 @@ def run(config: Config) -> Report:
     layout = Layout(config.root)
     layout.check_root()
     with_items = discover_benchmarks(config.root)
-    with_results = result_benchmarks(config.root)
+    with_results = result_tables(config.root)
     if not with_items and not with_results:
         raise InputError(
             f"no benchmarks under {layout.root}: no benchmarks/*/eval_items and no eval/*/*/results"

@@ -85,19 +85,25 @@ def write_rejected(root: str, benchmark: str, model: str, rows: list[dict[str, s
     storage.write_dataset(pa.concat_tables([kept, table]), uri, replace="all")
 
 
-def read_all_results(root: str) -> list[dict[str, Any]]:
-    """Every per-item result under ``eval/`` (all benchmarks, all models)."""
+def result_tables(root: str) -> dict[str, list[str]]:
+    """Benchmark → models with stored per-item results under ``eval/`` (``_runs`` and other
+    ``_`` directories are the runs' caches, not results)."""
     base = eval_uri(root)
-    tables = set()
+    found: dict[str, set[str]] = {}
     for uri in storage.list_files(base, ".parquet"):
         parts = PurePosixPath(uri[len(base) + 1 :]).parts
         if len(parts) >= 4 and parts[2] == "results" and not parts[0].startswith("_"):
-            tables.add((parts[0], parts[1]))
+            found.setdefault(parts[0], set()).add(parts[1])
+    return {name: sorted(models) for name, models in sorted(found.items())}
+
+
+def read_all_results(root: str) -> list[dict[str, Any]]:
+    """Every per-item result under ``eval/`` (all benchmarks, all models)."""
     rows: list[dict[str, Any]] = []
-    for benchmark, model in sorted(tables):
-        rows += storage.read_table(
-            eval_uri(root, benchmark, model, "results"), RESULT_SCHEMA, partition_cols=["setting"]
-        ).to_pylist()
+    for benchmark, models in result_tables(root).items():
+        for model in models:
+            uri = eval_uri(root, benchmark, model, "results")
+            rows += storage.read_table(uri, RESULT_SCHEMA, partition_cols=["setting"]).to_pylist()
     return rows
 
 
