@@ -25,10 +25,11 @@ import sys
 import types
 import typing
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import yaml
+
+from udfs import storage
 
 _MISSING: Any = dataclasses.MISSING
 _KEY = "augury_cli"
@@ -348,11 +349,12 @@ def parse(
 
 
 def read_settings(path: str, cls: type) -> dict[str, Any]:
-    """Field values of the dataclass ``cls`` from a YAML mapping; unknown keys are an error."""
+    """Field values of the dataclass ``cls`` from a YAML mapping in a file (a path or a URI,
+    ``s3://`` too); unknown keys are an error."""
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        data = yaml.safe_load(storage.read_bytes(path).decode("utf-8")) or {}
     except OSError as exc:
-        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path} is not a mapping of settings")
     unknown = sorted(set(data) - {f.name for f in dataclasses.fields(cls) if f.init})

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import posixpath
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -70,12 +71,12 @@ def _text(value: Any) -> str | None:
 
 
 def forecastbench_questions(
-    question_set: str | Path, resolution_set: str | Path
+    question_set: str | os.PathLike, resolution_set: str | os.PathLike
 ) -> tuple[pa.Table, dict[str, int]]:
     """The resolved binary questions of a ForecastBench question set, and counts of what was
-    skipped and why."""
-    qs = json.loads(Path(question_set).read_text(encoding="utf-8"))
-    rs = json.loads(Path(resolution_set).read_text(encoding="utf-8"))
+    skipped and why. Both files are paths or URIs (``file://``, ``s3://``)."""
+    qs = storage.read_json(os.fspath(question_set))
+    rs = storage.read_json(os.fspath(resolution_set))
     due = qs.get("forecast_due_date")
     resolutions: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in rs["resolutions"]:
@@ -164,9 +165,10 @@ def records_questions(records: Iterable[dict[str, Any]], default_source: str) ->
 
 
 def load_questions_file(path: str) -> pa.Table:
-    """A JSONL (``.jsonl``/``.json`` lines) or Parquet file of questions, local or S3."""
+    """A JSONL (``.jsonl``/``.json`` lines) or Parquet file of questions, local or S3; the file's
+    name without its extension is the ``source`` of rows that name none."""
     name = path.lower()
-    default_source = Path(path).stem
+    default_source = posixpath.splitext(posixpath.basename(storage.normalize_uri(path)))[0]
     if name.endswith(".parquet"):
         table = pq.read_table(storage.open_input(path))
         return records_questions(table.to_pylist(), default_source)

@@ -37,13 +37,6 @@ def read_benchmark_items(root: str, name: str) -> pa.Table:
     return storage.read_table(Layout(root).benchmark(name, "eval_items"), EVAL_ITEM_SCHEMA)
 
 
-def _local(uri_or_path: str) -> str:
-    """A local path for ``udfs.questions.forecastbench_questions``, which reads local files."""
-    if storage.is_s3(uri_or_path):
-        raise ValueError(f"ForecastBench files are read from local disk, not {uri_or_path}")
-    return storage.local_path(uri_or_path)
-
-
 def load_items(
     root: str,
     benchmarks: tuple[str, ...] | None,
@@ -63,7 +56,7 @@ def load_items(
         if benchmarks is None or name in benchmarks:
             tables.append(read_benchmark_items(root, name))
     for questions, resolutions in forecastbench:
-        table, skipped = forecastbench_questions(_local(questions), _local(resolutions))
+        table, skipped = forecastbench_questions(questions, resolutions)
         items, no_freeze = importers.question_items(table, "forecastbench")
         tables.append(items)
         summary.notes.append(f"forecastbench {PurePosixPath(questions).name}: skipped {skipped | no_freeze}")
