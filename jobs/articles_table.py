@@ -23,9 +23,9 @@ can be ingested batch by batch:
 * ``articles_rejected`` is partitioned by ``shard``, a stable hash of the input file's URI, so a
   run replaces exactly the rejects of its own files.
 
-What exists is read with Spark (local roots, and S3 through s3a on a cluster) or, on a laptop
-without s3a, through pyarrow into the session: the dedup columns of the whole table with the file
-each row is in, and full rows only of the files being rewritten. Both are materialised (local
+What exists is read by Spark (local roots, and S3 through s3a) or, without s3a, by the executors
+through pyarrow (``jobs.task_parquet``): the dedup columns of the whole table with the file each
+row is in, and full rows only of the files being rewritten. Both are materialised (local
 checkpoint) before the first write. One run at a time per root: concurrent runs are not
 coordinated. If the job dies between its write and its deletes, the table holds both copies of
 the run's rows until the same inputs are run again.
@@ -38,13 +38,12 @@ import math
 from collections.abc import Iterable
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
-from pyspark.sql.pandas.types import from_arrow_schema
 
+from jobs import task_parquet
 from jobs.articles_dedup import (
     KEY_COLUMNS,
     REJECT_COLUMNS,
@@ -54,7 +53,7 @@ from jobs.articles_dedup import (
     near_duplicates,
 )
 from jobs.articles_summary import count_run, report_orphans
-from jobs.spark import has_s3a, spark_schema, write_partitioned
+from jobs.spark import has_s3a, spark_path, spark_schema, write_partitioned
 from udfs import storage
 from udfs.cli import InputError
 from udfs.ids import stable_id
@@ -87,30 +86,24 @@ def rejected_shard(file_uri: str) -> str:
 # ---------------------------------------------------------------- reading what exists
 
 
-def _table_path(spec: TableSpec, root: str) -> str:
-    uri = spec.uri(root)
-    return storage.local_path(uri) if not storage.is_s3(uri) else "s3a://" + uri[len("s3://") :]
+def _spark_reads(spark: SparkSession, uri: str) -> bool:
+    """Whether Spark's own reader takes ``uri`` (local, or S3 through s3a); else the executors
+    read the files through pyarrow (``jobs.task_parquet``)."""
+    return not storage.is_s3(uri) or has_s3a(spark)
 
 
 def read_index(spark: SparkSession, root: str) -> DataFrame:
     """``INDEX_COLUMNS`` of every article in the table, with the URI of its Parquet file."""
     uri = ARTICLES.uri(root)
-    columns = [*INDEX_COLUMNS, FILE]
-    if storage.is_s3(uri) and not has_s3a(spark):
-        dataset = _arrow_dataset(uri)
-        if dataset is None:
-            table = pa.schema([*[ARTICLES.schema.field(c) for c in INDEX_COLUMNS], (FILE, pa.string())])
-            table = table.empty_table()
-        else:
-            table = dataset.to_table(columns=[*INDEX_COLUMNS, "__filename"]).rename_columns(columns)
-            files = pa.array(["s3://" + f for f in table.column(FILE).to_pylist()], pa.string())
-            table = table.set_column(len(INDEX_COLUMNS), FILE, files)
-        return spark.createDataFrame(table, from_arrow_schema(table.schema))
+    if not _spark_reads(spark, uri):
+        return task_parquet.read(
+            spark, uri, ARTICLES.schema, INDEX_COLUMNS, ARTICLES.partition_cols, file_column=FILE
+        )
     if not storage.exists(uri):
         return spark.createDataFrame([], spark_schema(ARTICLES)).select(
             *INDEX_COLUMNS, sf.lit("").alias(FILE)
         )
-    df = spark.read.schema(spark_schema(ARTICLES)).parquet(_table_path(ARTICLES, root))
+    df = spark.read.schema(spark_schema(ARTICLES)).parquet(spark_path(uri))
     # Spark names files by URI (percent-encoded); the deletes want plain paths.
     return df.select(*INDEX_COLUMNS, sf.url_decode(sf.input_file_name()).alias(FILE))
 
@@ -119,41 +112,21 @@ def read_columns(spark: SparkSession, spec: TableSpec, root: str, columns: Itera
     """``columns`` of every row of a table under ``root`` (an absent table reads as empty)."""
     columns = list(columns)
     uri = spec.uri(root)
-    if storage.is_s3(uri) and not has_s3a(spark):
-        table = spec.read(root, columns=columns)
-        return spark.createDataFrame(table, from_arrow_schema(table.schema))
+    if not _spark_reads(spark, uri):
+        return task_parquet.read(spark, uri, spec.schema, columns, spec.partition_cols)
     if not storage.exists(uri):
         return spark.createDataFrame([], spark_schema(spec)).select(*columns)
-    return spark.read.schema(spark_schema(spec)).parquet(_table_path(spec, root)).select(*columns)
+    return spark.read.schema(spark_schema(spec)).parquet(spark_path(uri)).select(*columns)
 
 
 def read_files(spark: SparkSession, root: str, files: list[str]) -> DataFrame:
     """Full rows of some Parquet files of the table (their ``published_date`` from their path)."""
     uri = ARTICLES.uri(root)
-    if storage.is_s3(uri) and not has_s3a(spark):
-        fs, base = storage.filesystem(uri)
-        dataset = ds.dataset(
-            [storage.normalize_uri(f)[len("s3://") :] for f in files],
-            filesystem=fs,
-            format="parquet",
-            schema=ARTICLES.schema,
-            partitioning=ds.partitioning(pa.schema([ARTICLES.schema.field("published_date")]), flavor="hive"),
-            partition_base_dir=base,
+    if not _spark_reads(spark, uri):
+        return task_parquet.read(
+            spark, uri, ARTICLES.schema, ARTICLES.schema.names, ARTICLES.partition_cols, files=files
         )
-        table = dataset.to_table()
-        return spark.createDataFrame(table, from_arrow_schema(table.schema))
-    base = _table_path(ARTICLES, root)
-    return spark.read.option("basePath", base).schema(spark_schema(ARTICLES)).parquet(*files)
-
-
-def _arrow_dataset(uri: str) -> ds.Dataset | None:
-    fs, path = storage.filesystem(uri)
-    if fs.get_file_info(path).type == pafs.FileType.NotFound:
-        return None
-    partitioning = ds.partitioning(pa.schema([ARTICLES.schema.field("published_date")]), flavor="hive")
-    return ds.dataset(
-        path, filesystem=fs, format="parquet", schema=ARTICLES.schema, partitioning=partitioning
-    )
+    return spark.read.option("basePath", spark_path(uri)).schema(spark_schema(ARTICLES)).parquet(*files)
 
 
 def _partition_dirs(spec: TableSpec, root: str) -> list[str]:

@@ -6,23 +6,26 @@
 Two input kinds, told apart by extension: JSON Lines (``.jsonl``, ``.ndjson``, ``.json``, optionally
 ``.gz``) with one day page per line (``date``, ``title``, ``html``, capture time ``rss_pubDate`` or
 ``commit_date``), and RSS 2.0 feeds (``.rss``, ``.xml``) whose items carry the rendered day page in
-``description``. Spark reads one row per day page; the parser (lxml, ``udfs.wcep``) turns it into
-the same event rows the dump reader makes from wikitext. When several inputs hold the same day,
+``description``. Each input file is one task that reads it through ``udfs.storage`` (a path or
+S3, nothing staged on the driver) and parses its day pages (lxml, ``udfs.wcep``) into the same
+event rows the dump reader makes from wikitext. When several inputs hold the same day,
 the latest capture is kept and the others are rejected as ``duplicate_day``.
 """
 
 from __future__ import annotations
 
 import argparse
-import tempfile
+import contextlib
+import gzip
+import posixpath
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
 
+import lxml.etree
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as sf
-from pyspark.sql.types import StringType, StructField, StructType
+from pyspark.sql import SparkSession
 
 from jobs import source_tables as st
 from jobs.spark import corpus_session, spark_session
@@ -35,26 +38,6 @@ JOB = "ingest_wcep_html"
 SOURCE = "wcep_html"
 JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
 FEED_SUFFIXES = (".rss", ".xml")
-
-DAY_JSON = StructType(
-    [
-        StructField("date", StringType()),
-        StructField("title", StringType()),
-        StructField("html", StringType()),
-        StructField("rss_pubDate", StringType()),
-        StructField("commit_date", StringType()),
-        StructField("_corrupt_record", StringType()),
-    ]
-)
-FEED_ITEM_XML = StructType(
-    [
-        StructField("title", StringType()),
-        StructField("link", StringType()),
-        StructField("description", StringType()),
-        StructField("pubDate", StringType()),
-        StructField("_corrupt_record", StringType()),
-    ]
-)
 
 
 @dataclass
@@ -75,53 +58,27 @@ def input_kind(path: str) -> str:
     )
 
 
-def read_days(spark: SparkSession, paths: list[str], damaged: bool) -> DataFrame:
-    """One row per day page with the columns the parser needs, whatever the input kind."""
-    ignore = str(damaged).lower()
-    frames = []
-    json_paths = [p for p in paths if input_kind(p) == "json"]
-    feed_paths = [p for p in paths if input_kind(p) == "feed"]
-    if json_paths:
-        days = (
-            spark.read.schema(DAY_JSON)
-            .option("mode", "PERMISSIVE")
-            .option("columnNameOfCorruptRecord", "_corrupt_record")
-            .option("ignoreCorruptFiles", ignore)
-            .json(json_paths)
+def file_rows(uri: str) -> Iterator[dict]:
+    """Parsed rows of one input file, read here (in the task) through ``udfs.storage``: its day
+    pages' events and day rows or rejections. A file that breaks off (a truncated gzip member, a
+    feed cut mid-element) keeps the days before the break and adds a ``damaged_file`` row; one
+    that cannot be opened at all is an ``unreadable_file`` row."""
+    stem, name = input_stem(uri), posixpath.basename(uri)
+    records = 0
+    try:
+        with (
+            storage.open_input(uri) as raw,
+            gzip.open(raw) if name.lower().endswith(".gz") else contextlib.nullcontext(raw) as stream,
+        ):
+            read = wcep_html.json_day_records if input_kind(uri) == "json" else wcep_html.feed_day_records
+            for record in read(stream):
+                records += 1
+                yield from day_page_rows({"file": uri, **record})
+    except (OSError, EOFError, zlib.error, lxml.etree.XMLSyntaxError) as exc:
+        reason = "damaged_file" if records else "unreadable_file"
+        yield st.reject_row(
+            SOURCE, stem, name, reason, f"{uri} after {records} records: {type(exc).__name__}: {exc}"
         )
-        frames.append(
-            days.select(
-                sf.col("_metadata.file_path").alias("file"),
-                sf.col("title").alias("item"),
-                sf.col("date").alias("date_hint"),
-                sf.coalesce("rss_pubDate", "commit_date").alias("captured"),
-                "html",
-                "_corrupt_record",
-            )
-        )
-    if feed_paths:
-        # The tokenizer-based XML parser keeps a malformed item to itself (see jobs.ingest_wikipedia).
-        items = (
-            spark.read.format("xml")
-            .schema(FEED_ITEM_XML)
-            .option("rowTag", "item")
-            .option("mode", "PERMISSIVE")
-            .option("columnNameOfCorruptRecord", "_corrupt_record")
-            .option("useLegacyXMLParser", "true")
-            .option("ignoreCorruptFiles", ignore)
-            .load(feed_paths)
-        )
-        frames.append(
-            items.select(
-                sf.col("_metadata.file_path").alias("file"),
-                sf.coalesce("title", "link").alias("item"),
-                sf.lit(None).cast("string").alias("date_hint"),
-                sf.col("pubDate").alias("captured"),
-                sf.col("description").alias("html"),
-                "_corrupt_record",
-            )
-        )
-    return frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
 
 
 def day_page_rows(record: dict) -> list[dict]:
@@ -145,9 +102,10 @@ def day_page_rows(record: dict) -> list[dict]:
 
 
 def parse_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body: day pages in, ``PARSED`` rows out."""
+    """``mapInArrow`` body: input file URIs in, ``PARSED`` rows out."""
     for batch in batches:
-        yield from st.to_batches(row for record in batch.to_pylist() for row in day_page_rows(record))
+        for uri in batch.column(0).to_pylist():
+            yield from st.to_batches(file_rows(uri))
 
 
 def run(config: Config, spark: SparkSession | None = None) -> RunSummary:
@@ -157,17 +115,16 @@ def run(config: Config, spark: SparkSession | None = None) -> RunSummary:
     for uri in inputs:
         input_kind(uri)
     spark = spark or spark_session("augury-ingest-wcep-html")
-    with corpus_session(spark), tempfile.TemporaryDirectory(prefix="augury-wcep-") as staging:
-        paths = st.spark_paths(spark, inputs, staging)
-        parsed = st.parse_inputs(spark, read_days, parse_batches, paths)
+    with corpus_session(spark):
+        files = spark.createDataFrame(
+            spark.sparkContext.parallelize([(u,) for u in inputs], len(inputs)), "uri string"
+        )
+        parsed = st.parse_frame(files, parse_batches)
         try:
-            damaged = st.damaged_rejects(parsed, SOURCE, input_stem)
-            st.write_wcep(spark, parsed, config.root, SOURCE, summary, damaged)
+            st.write_wcep(spark, parsed, config.root, SOURCE, summary)
         finally:
             parsed.df.unpersist()
-    if damaged:
-        summary.rows_read += len(damaged)
-        summary.reject("damaged_file", len(damaged))
+    if summary.rejected["damaged_file"]:
         summary.notes.append("a damaged file counts as one row read; the days after its damage are lost")
     st.report(config.root, JOB, inputs, [(WCEP_EVENTS, summary)])
     return summary

@@ -238,7 +238,7 @@ def run(config: Config, spark: SparkSession | None = None) -> list[RunSummary]:
             write_partitioned(
                 parsed.df.where(sf.col("kind") == st.PAGE).select("page.*"), WIKI_PAGES, config.root
             )
-            st.write_wcep(spark, parsed, config.root, WCEP_SOURCE, days, [])
+            st.write_wcep(spark, parsed, config.root, WCEP_SOURCE, days)
         finally:
             parsed.df.unpersist()
     pages.rows_read = parsed.count(st.PAGE) + parsed.count(st.REJECT, PAGES_SOURCE)

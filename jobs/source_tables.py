@@ -1,25 +1,19 @@
 """The row contract between the source parsers and the corpus tables they feed.
 
 The dump reader (``jobs.ingest_wikipedia``) and the rendered-HTML reader (``jobs.ingest_wcep_html``)
-run a Python parser over their input rows (dump chunks, JSON lines) with ``mapInArrow``. Both emit rows of one Arrow schema,
+run a Python parser over their inputs (dump chunks, input files) with ``mapInArrow``. Both emit rows of one Arrow schema,
 ``PARSED``: a ``kind`` and the struct of that kind — a wiki page, a WCEP event, a parsed day page
 (used to keep one copy per day) or a rejected item. Parsing runs once; the persisted result is then
-split into the tables. This module also reads inputs that may be damaged and writes the
-``wcep_events`` / ``source_rejected`` tables the two readers share.
+split into the tables. This module also writes the ``wcep_events`` / ``source_rejected`` tables
+the two readers share.
 """
 
 from __future__ import annotations
 
-import logging
-import posixpath
-import re
-import shutil
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime
-from pathlib import Path
-from urllib.parse import unquote
 
 import pyarrow as pa
 from pyspark import StorageLevel
@@ -27,12 +21,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from jobs.spark import has_s3a, spark_schema, write_partitioned
+from jobs.spark import spark_schema, write_partitioned
 from udfs import storage, wcep
 from udfs.report import RunSummary
 from udfs.schemas import SOURCE_REJECTED, UTC_TS, WCEP_EVENTS, WIKI_PAGES, TableSpec
-
-log = logging.getLogger("augury.sources")
 
 PAGE, EVENT, DAY, REJECT = "page", "event", "day", "reject"
 BATCH_ROWS = 256  # rows per Arrow batch handed back to Spark (pages can be large)
@@ -117,106 +109,18 @@ def snippet(text: str | None, limit: int = 300) -> str | None:
     return " ".join(text.split())[:limit] if text else text
 
 
-# ---------------------------------------------------------------- inputs
-
-
-def spark_paths(spark: SparkSession, inputs: list[str], staging: str) -> dict[str, str]:
-    """A path Spark can read for every input URI (mapped back to the URI).
-
-    Local files are read in place and S3 objects through s3a when the cluster has hadoop-aws;
-    otherwise (a laptop, the tests) each object is copied to ``staging`` first, under its own
-    file name so the input stem stays the same.
-    """
-    paths: dict[str, str] = {}
-    for n, uri in enumerate(inputs):
-        if not storage.is_s3(uri):
-            paths[storage.local_path(uri)] = uri
-        elif has_s3a(spark):
-            paths["s3a://" + storage.normalize_uri(uri)[len("s3://") :]] = uri
-        else:
-            target = Path(staging) / str(n) / posixpath.basename(storage.normalize_uri(uri))
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with storage.open_input(uri) as src, target.open("wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 22)
-            paths[str(target)] = uri
-    return paths
-
-
-def spread(df: DataFrame) -> DataFrame:
-    """Spread input rows over every core before the Python parser when the read gave fewer
-    partitions than that: Spark's XML source reads each file in one task (a single-file dump is
-    one partition), while parsing is the costly step and should use the whole cluster."""
-    cores = df.sparkSession.sparkContext.defaultParallelism
-    return df.repartition(cores) if df.rdd.getNumPartitions() < cores else df
-
-
-_FAILED_FILE = re.compile(r"reading file (\S+)")
-_CAUSE = re.compile(r"Caused by: ([^\n]+)")
-
-
-def _failed_path(error: Exception, paths: dict[str, str]) -> str | None:
-    """The input Spark could not read, from a FAILED_READ_FILE error message."""
-    for candidate in _FAILED_FILE.findall(str(error)):
-        candidate = storage.normalize_uri(unquote(candidate.rstrip(".")))
-        for path in paths:
-            if storage.normalize_uri(path) == candidate:
-                return path
-    return None
-
-
-def _read_error(error: Exception, uri: str) -> str:
-    """A one-line account of a failed read: the file and the innermost cause Spark reports."""
-    causes = _CAUSE.findall(str(error))
-    return f"cannot read {uri} to the end: {causes[-1].strip() if causes else type(error).__name__}"
-
-
 @dataclass
 class Parsed:
     """The persisted parser output and what was counted while computing it."""
 
     df: DataFrame
     counts: Counter  # (kind, reject source, reject reason) → rows
-    damaged: dict[str, str]  # input URI → read error, for files read only up to their damage
 
     def count(self, kind: str, source: str | None = None) -> int:
         return sum(n for (k, s, _), n in self.counts.items() if k == kind and (source is None or s == source))
 
     def reasons(self, source: str) -> Counter:
         return Counter({r: n for (k, s, r), n in self.counts.items() if k == REJECT and s == source})
-
-
-def parse_inputs(
-    spark: SparkSession,
-    read: Callable[[SparkSession, list[str], bool], DataFrame],
-    parse: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
-    paths: dict[str, str],
-) -> Parsed:
-    """Run the parser over every input once and persist its output.
-
-    ``read(spark, paths, damaged)`` gives the raw rows of the given Spark paths (``damaged`` ones
-    are read with ``ignoreCorruptFiles`` so that whatever precedes the damage is kept); ``parse``
-    is the ``mapInArrow`` body turning them into ``PARSED`` rows. A file that fails to decompress
-    (a truncated ``.bz2``) makes the first pass fail; it is then marked damaged and the pass is
-    repeated, so one bad file never stops the job.
-    """
-    damaged: dict[str, str] = {}
-    while True:
-        healthy = [p for p in paths if p not in damaged]
-        frames = [
-            read(spark, group, flag) for group, flag in ((healthy, False), (list(damaged), True)) if group
-        ]
-        raw = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
-        try:
-            parsed = parse_frame(spread(raw), parse)
-        except Exception as exc:  # Spark wraps the read error in several exception types
-            path = _failed_path(exc, paths)
-            if path is None or path in damaged:
-                raise
-            log.warning("input %s is damaged; keeping what precedes the damage", paths[path])
-            damaged[path] = _read_error(exc, paths[path])
-            continue
-        parsed.damaged = {paths[p]: msg for p, msg in damaged.items()}
-        return parsed
 
 
 def parse_frame(
@@ -231,15 +135,7 @@ def parse_frame(
         df.unpersist()
         raise
     counts = Counter({(r["kind"], r["source"], r["reason"]): r["count"] for r in rows})
-    return Parsed(df, counts, {})
-
-
-def damaged_rejects(parsed: Parsed, source: str, stem: Callable[[str], str]) -> list[dict]:
-    """One rejected row per damaged input file (the pages after the damage are lost, count unknown)."""
-    return [
-        reject_row(source, stem(uri), posixpath.basename(uri), "damaged_file", error)["reject"]
-        for uri, error in sorted(parsed.damaged.items())
-    ]
+    return Parsed(df, counts)
 
 
 # ---------------------------------------------------------------- outputs
@@ -251,13 +147,12 @@ def write_wcep(
     root: str,
     source: str,
     summary: RunSummary,
-    extra_rejects: list[dict],
 ) -> None:
     """Write ``wcep_events`` (one copy per day, the latest) and ``source_rejected``, and fill
     ``summary`` with day pages read / kept / rejected and events written.
 
-    Every rejected row the parser emitted (pages and day pages alike) is written here, together
-    with ``extra_rejects``, rows found outside the parser (damaged files).
+    Every rejected row the parser emitted (pages, day pages and damaged files alike) is written
+    here, with the ``duplicate_day`` rows of the copies not kept.
     """
     df = parsed.df
     days = df.where(sf.col("kind") == DAY).select("input", "item", "day", "captured_at", "layout").collect()
@@ -285,9 +180,8 @@ def write_wcep(
     )
     write_partitioned(events, WCEP_EVENTS, root)
     rejects = df.where(sf.col("kind") == REJECT).select("reject.*")
-    added = duplicates + extra_rejects
-    if added:
-        rejects = rejects.unionByName(spark.createDataFrame(added, spark_schema(SOURCE_REJECTED)))
+    if duplicates:
+        rejects = rejects.unionByName(spark.createDataFrame(duplicates, spark_schema(SOURCE_REJECTED)))
     write_partitioned(rejects, SOURCE_REJECTED, root)
 
     summary.rows_read = len(captures) + parsed.count(REJECT, source)

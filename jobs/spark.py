@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TextIO
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as sf
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
+from jobs import task_parquet
 from udfs import storage
 from udfs.schemas import TableSpec
-
-log = logging.getLogger("augury.spark")
 
 SESSION_CONF = {
     "spark.sql.session.timeZone": "UTC",
@@ -92,39 +89,37 @@ def has_s3a(spark: SparkSession) -> bool:
     return True
 
 
-def write_partitioned(df: DataFrame, spec: TableSpec, root: str, append: bool = False) -> None:
+def write_partitioned(df: DataFrame, spec: TableSpec, root: str, append: bool = False) -> int:
     """Write ``df`` to ``spec``'s place under ``root``, replacing exactly the partitions it holds,
-    or (``append``) adding its files to them, whose names are unique to this write.
+    or (``append``) adding its files to them, whose names are unique to this write; returns the
+    rows written.
 
-    Local roots are written directly. S3 roots are written through s3a when the cluster has it;
-    otherwise (a laptop, the tests) Spark writes to a local staging directory and the produced
-    files are uploaded through s3fs, replacing the same partitions at the destination unless
-    appending.
+    Local roots and S3 roots on a cluster with s3a are written by Spark's own writer; an S3 root
+    without s3a is written by the executors through pyarrow + s3fs (``jobs.task_parquet``), never
+    through the driver's disk. Either way the rows in the files the write added are counted
+    from their footers: fewer than went into the writer (a ``file://`` root whose files stayed on
+    the executors' disks) is a ``WriteError``, not a success.
     """
     df = df.select(*[f.name for f in spec.schema])
+    uri = spec.uri(root)
+    if storage.is_s3(uri) and not has_s3a(df.sparkSession):
+        return task_parquet.write(df, spec, uri, append)
+    before = set(storage.table_files(uri))
+    observation = Observation(f"write-{spec.name}")
+    df = df.observe(observation, sf.count(sf.lit(1)).alias("rows"))
     # Per-write option: replace only the partitions present, whatever the session's setting.
     writer = df.write.mode("append" if append else "overwrite").option("partitionOverwriteMode", "dynamic")
-    writer = writer.partitionBy(*spec.partition_cols)
-    uri = spec.uri(root)
-    if not storage.is_s3(uri):
-        writer.parquet(storage.local_path(uri))
-        return
-    if has_s3a(df.sparkSession):
-        writer.parquet("s3a://" + uri[len("s3://") :])
-        return
-    with tempfile.TemporaryDirectory(prefix=f"augury-{spec.name}-") as staging:
-        writer.parquet(staging)
-        produced = [] if append else _partition_dirs(staging, len(spec.partition_cols))
-        if not spec.partition_cols and not append:
-            storage.delete(uri)
-        n = storage.upload_tree(staging, uri, replace_subdirs=produced)
-        log.info("uploaded %d files of %s to %s (partitions replaced: %d)", n, spec.name, uri, len(produced))
+    writer.partitionBy(*spec.partition_cols).parquet(spark_path(uri))
+    counted = observation.get["rows"]
+    landed = storage.footer_rows([f for f in storage.table_files(uri) if f not in before])
+    if landed != counted:
+        raise task_parquet.WriteError(
+            f"{uri}: {counted} rows went into the write, the files it added hold {landed} "
+            "(is the root on storage every node shares?)"
+        )
+    return landed
 
 
-def _partition_dirs(local_dir: str, depth: int) -> list[str]:
-    """Relative partition directories ``k=v[/k2=v2]`` that hold data files."""
-    root = Path(local_dir)
-    if depth == 0:
-        return []
-    dirs = {p.parent.relative_to(root).as_posix() for p in root.rglob("*.parquet")}
-    return sorted(d for d in dirs if d.count("/") == depth - 1 and "=" in d)
+def spark_path(uri: str) -> str:
+    """The path Spark's own readers and writers take for a URI: a local path, or s3a://."""
+    return "s3a://" + uri[len("s3://") :] if storage.is_s3(uri) else storage.local_path(uri)

@@ -224,8 +224,8 @@ SOURCE_REJECT_REASONS: dict[str, tuple[str, str]] = {
         "the file (or a dump chunk) cannot be read to the end; the pages after the damage are lost",
     ),
     "unreadable_file": (
-        "wiki_pages",
-        "nothing in the file (or dump chunk) could be read: not bz2 or damaged",
+        "wiki_pages, wcep_html",
+        "nothing in the file (or dump chunk) could be read: missing, not bz2/gzip, or damaged",
     ),
     "no_pages": ("wiki_pages", "the file (or dump chunk) holds no <page> element: not a MediaWiki export"),
     "no_text": ("wiki_pages", "the page has no <text>, its text was deleted, or it is empty"),

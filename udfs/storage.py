@@ -231,31 +231,54 @@ def partition_values(dataset: ds.Dataset, column: str) -> set[Any]:
     return {k[column] for k in keys if k.get(column) is not None}
 
 
-def count_rows(uri: str, filter: ds.Expression | None = None) -> int:
-    """Rows of a Parquet table from its file footers (no data is read), one file at a time: a
-    dataset's own count keeps every fragment's metadata, about 50 KB a file; 0 when absent.
-    With a ``filter``, the rows that match it: only the filter's columns are read, batch by
-    batch. Files and directories named ``_…`` or ``.…`` are not the table's, as for a dataset."""
+def table_files(uri: str) -> list[str]:
+    """The Parquet data files of a table (or the file ``uri`` itself), as URIs, sorted: files and
+    folders named ``_…`` or ``.…`` are not the table's (a writer's staging, markers), as for a
+    dataset."""
     fs, path = filesystem(uri)
     info = fs.get_file_info(path)
     if info.type == pafs.FileType.NotFound:
-        return 0
+        return []
+    scheme = "s3://" if normalize_uri(uri).startswith("s3://") else "file://"
+    if info.type == pafs.FileType.File:
+        return [scheme + info.path]
+    found = []
+    for file in fs.get_file_info(pafs.FileSelector(path, recursive=True)):
+        hidden = any(part[:1] in "._" for part in file.path[len(path) :].split("/") if part)
+        if file.type == pafs.FileType.File and file.path.endswith(".parquet") and not hidden:
+            found.append(scheme + file.path)
+    return sorted(found)
+
+
+def count_rows(uri: str, filter: ds.Expression | None = None) -> int:
+    """Rows of a Parquet table (``table_files``) from its file footers (no data is read), one
+    file at a time: a dataset's own count keeps every fragment's metadata, about 50 KB a file;
+    0 when absent. With a ``filter``, the rows that match it: only the filter's columns are
+    read, batch by batch."""
+    fs, path = filesystem(uri)
     if filter is not None:
+        if fs.get_file_info(path).type == pafs.FileType.NotFound:
+            return 0
         return ds.dataset(path, filesystem=fs, format="parquet", partitioning="hive").count_rows(
             filter=filter
         )
-    files = (
-        [info]
-        if info.type == pafs.FileType.File
-        else fs.get_file_info(pafs.FileSelector(path, recursive=True))
-    )
-    total = 0
-    for file in files:
-        hidden = any(part[:1] in "._" for part in file.path[len(path) :].split("/") if part)
-        if file.type == pafs.FileType.File and file.path.endswith(".parquet") and not hidden:
-            with fs.open_input_file(file.path) as f:
-                total += pq.read_metadata(f).num_rows
-    return total
+    return footer_rows(table_files(uri))
+
+
+def footer_rows(files: Sequence[str]) -> int:
+    """Rows of Parquet files (URIs on one filesystem) from their footers, a few at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if not files:
+        return 0
+    fs, _ = filesystem(files[0])
+
+    def rows(uri: str) -> int:
+        with fs.open_input_file(normalize_uri(uri).split("://", 1)[1]) as f:
+            return pq.read_metadata(f).num_rows
+
+    with ThreadPoolExecutor(8) as pool:
+        return sum(pool.map(rows, files))
 
 
 def mark_done(uri: str, summary: dict[str, Any]) -> None:
@@ -291,6 +314,25 @@ def upload_tree(local_dir: str, uri: str, replace_subdirs: Iterable[str] | None 
         target = posixpath.join(dest_path, rel)
         dest_fs.create_dir(posixpath.dirname(target), recursive=True)
         with file.open("rb") as src, dest_fs.open_output_stream(target, compression=None) as dst:
+            while chunk := src.read(1 << 22):
+                dst.write(chunk)
+        copied += 1
+    return copied
+
+
+def download_tree(uri: str, local_dir: str) -> int:
+    """Copy every file below ``uri`` into ``local_dir`` (streamed); returns the number of files
+    (0 when ``uri`` is no directory)."""
+    fs, path = filesystem(uri)
+    if fs.get_file_info(path).type != pafs.FileType.Directory:
+        return 0
+    copied = 0
+    for info in fs.get_file_info(pafs.FileSelector(path, recursive=True)):
+        if info.type != pafs.FileType.File:
+            continue
+        target = Path(local_dir) / info.path[len(path) :].lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with fs.open_input_stream(info.path, compression=None) as src, target.open("wb") as dst:
             while chunk := src.read(1 << 22):
                 dst.write(chunk)
         copied += 1

@@ -1,11 +1,16 @@
 """Rendered Current Events Portal day pages (the site's HTML) → the ``Bullet`` list of ``udfs.wcep``,
-then events with the same ``build_events`` as the wikitext form. Nothing here imports Spark."""
+then events with the same ``build_events`` as the wikitext form; and the day-page records of the
+two input kinds (JSON Lines archives, RSS feeds). Nothing here imports Spark."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Iterator
 from datetime import date
+from typing import IO
 from urllib.parse import parse_qs, unquote, urlsplit
 
+import lxml.etree
 import lxml.html
 
 from udfs.wcep import Bullet, Citation, DayPageError, Event, build_events, date_of_reference
@@ -128,3 +133,53 @@ def parse_html_day(
     if not events:
         raise DayPageError("no_events", f"{len(bullets)} bullets and no event among them")
     return day, events
+
+
+# ---------------------------------------------------------------- input records
+
+RECORD_KEYS = ("item", "date_hint", "captured", "html", "_corrupt_record")
+
+
+def _text(value) -> str | None:
+    return None if value is None else value if isinstance(value, str) else json.dumps(value)
+
+
+def json_day_records(lines: Iterable[bytes]) -> Iterator[dict]:
+    """Day-page records of a JSON Lines archive (one object per line: ``date``, ``title``,
+    ``html``, capture time ``rss_pubDate`` or ``commit_date``); a line that is no JSON object is
+    a record holding only ``_corrupt_record``; blank lines are skipped."""
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            obj = None
+        if not isinstance(obj, dict):
+            yield dict.fromkeys(RECORD_KEYS) | {
+                "_corrupt_record": line.decode("utf-8", "replace").rstrip("\n")
+            }
+            continue
+        yield {
+            "item": _text(obj.get("title")),
+            "date_hint": _text(obj.get("date")),
+            "captured": _text(obj.get("rss_pubDate") or obj.get("commit_date")),
+            "html": _text(obj.get("html")),
+            "_corrupt_record": None,
+        }
+
+
+def feed_day_records(stream: IO[bytes]) -> Iterator[dict]:
+    """Day-page records of an RSS 2.0 feed: each ``<item>`` carries the rendered day page in
+    ``description``, its title (or link) and capture time ``pubDate``. Elements are freed as they
+    are read, so a long feed is not held whole."""
+    for _, element in lxml.etree.iterparse(stream, tag="item", huge_tree=True):
+        fields = {child.tag: child.text for child in element if isinstance(child.tag, str)}
+        yield {
+            "item": fields.get("title") or fields.get("link"),
+            "date_hint": None,
+            "captured": fields.get("pubDate"),
+            "html": fields.get("description"),
+            "_corrupt_record": None,
+        }
+        element.clear()

@@ -142,3 +142,35 @@ def test_unknown_input_kinds_are_refused_before_any_work(tmp_path):
     stray.write_text("date,html\n")
     with pytest.raises(ValueError, match="not a JSON Lines file"):
         ingest_wcep_html.run(ingest_wcep_html.Config(root=str(tmp_path / "root"), inputs=[str(stray)]))
+
+
+@pytest.mark.s3
+def test_inputs_and_root_on_s3(spark, shared_data, s3_root):
+    """Inputs are read in the tasks and the tables written from them: nothing goes through the
+    driver's disk (with no s3a, the executors write the Parquet files themselves)."""
+    inputs = []
+    for path in (shared_data / "wcep" / f"{ARCHIVE}.jsonl.gz", FIXTURES / "damaged_days.jsonl"):
+        uri = storage.join(s3_root, "inputs", path.name)
+        storage.write_bytes(uri, path.read_bytes())
+        inputs.append(uri)
+    root = storage.join(s3_root, "root")
+    summary = ingest_wcep_html.run(ingest_wcep_html.Config(root=root, inputs=inputs), spark)
+    assert summary.reconciles and summary.rows_written == 285
+    assert storage.count_rows(WCEP_EVENTS.uri(root)) == summary.metrics["events written"]
+    assert storage.count_rows(SOURCE_REJECTED.uri(root)) == summary.rows_rejected
+
+
+def test_a_file_gone_before_it_is_read_is_unreadable_not_damaged(spark, tmp_path, monkeypatch):
+    """An input listed at the start but missing when its task opens it is one
+    ``unreadable_file`` row naming the error; it is not taken for a damaged file."""
+    gone = tmp_path / "gone_days.jsonl"
+    listed = [
+        *storage.expand_inputs([str(FIXTURES / "damaged_days.jsonl")]),
+        storage.normalize_uri(str(gone)),
+    ]
+    monkeypatch.setattr(ingest_wcep_html.storage, "expand_inputs", lambda patterns: listed)
+    root = str(tmp_path / "root")
+    summary = ingest_wcep_html.run(ingest_wcep_html.Config(root=root, inputs=["ignored.jsonl"]), spark)
+    [row] = [r for r in SOURCE_REJECTED.read(root).to_pylist() if r["input"] == "gone_days"]
+    assert row["reason"] == "unreadable_file" and "FileNotFoundError" in row["detail"]
+    assert summary.rejected["unreadable_file"] == 1 and "damaged_file" not in summary.rejected
