@@ -119,12 +119,12 @@ class LocalEngine:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from pipelines.llm.local_model import embedded_model_dir
+        from pipelines.llm.local_model import model_path
 
         # One core stays free for Ray Data and the driver: torch's spinning OpenMP threads slow
         # down by an order of magnitude when they have to share cores.
         torch.set_num_threads(threads or max(1, (os.cpu_count() or 2) - 1))
-        path = model_dir or str(embedded_model_dir())
+        path = model_path(model_dir)
         started = time.time()
         self.tokenizer = AutoTokenizer.from_pretrained(path)
         self.tokenizer.padding_side = "left"

@@ -75,9 +75,9 @@ def load_tokenizer(cfg: RenderConfig) -> Any:
     from transformers import AutoTokenizer
 
     if cfg.backend in ("local", "scripted"):
-        from pipelines.llm.local_model import embedded_model_dir
+        from pipelines.llm.local_model import model_path
 
-        return AutoTokenizer.from_pretrained(cfg.model_dir or str(embedded_model_dir()))
+        return AutoTokenizer.from_pretrained(model_path(cfg.model_dir))
     try:
         return AutoTokenizer.from_pretrained(cfg.tokenizer_source)
     except (OSError, ValueError) as exc:
