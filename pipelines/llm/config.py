@@ -64,7 +64,8 @@ class LLMConfig:
     max_retries: int = 3
     top_logprobs: int = 20  # how many next-token log-probabilities the server returns for choices
     # local
-    model_dir: str | None = None  # a plain transformers checkpoint (path or URI); default: the converted embedded model
+    # a plain transformers checkpoint (path or URI); default: the converted embedded model
+    model_dir: str | None = None
     max_input_tokens: int = option(
         2048, help="local: longest prompt accepted (longer article text is cut from the left)", min=16
     )
