@@ -269,7 +269,32 @@ class RayCluster:
 
 def ray_node_ports(*names: str) -> list[str]:
     """Every port a Ray node would otherwise take at a fixed default, given one of its own."""
-    return [arg for name in names for arg in (f"--{name}", str(free_port()))]
+    return [f"--{name}={free_port()}" for name in names]
+
+
+def start_ray_node(tier, name: str, argv: list[str], env: dict[str, str], ready, attempts: int = 3):
+    """Start a Ray node until ``ready()`` holds. Its raylet gives the node's Python agents a fixed
+    time to come up and exits when they are late, which a loaded machine can make them: a node
+    that did not come up is stopped and started again."""
+    for attempt in range(attempts):
+        node = tier.start(
+            name, [*argv, *ray_node_ports(*AGENT_PORTS)], env, node_dir=tier.log_dir.parent / f"node-{name}"
+        )
+        try:
+            wait_for(ready, f"Ray node {name}", 180, node, tier.log_dir / f"{name}.log")
+            return node
+        except RuntimeError:
+            tier.stop(node)
+            if attempt == attempts - 1:
+                raise
+
+
+AGENT_PORTS = (
+    "dashboard-agent-listen-port",
+    "dashboard-agent-grpc-port",
+    "runtime-env-agent-port",
+    "metrics-export-port",
+)
 
 
 @pytest.fixture(scope="session")
@@ -278,23 +303,19 @@ def ray_cluster(tier, s3) -> RayCluster:
     their own: no other Ray cluster on this machine is touched, and no global ``ray stop``."""
     from ray.util.state import list_nodes
 
-    base = tier.log_dir.parent
     gcs, dashboard = free_port(), free_port()
+    address = f"http://127.0.0.1:{dashboard}"
     env = base_env(**s3.env)
-    per_node = [
-        "--block",
-        "--node-ip-address=127.0.0.1",
-        "--temp-dir=/tmp/ray",
-        "--object-store-memory=400000000",
-        "--disable-usage-stats",
-    ]
-    agent_ports = (
-        "dashboard-agent-listen-port",
-        "dashboard-agent-grpc-port",
-        "runtime-env-agent-port",
-        "metrics-export-port",
-    )
-    head = tier.start(
+    per_node = ["--block", "--temp-dir=/tmp/ray", "--object-store-memory=400000000", "--disable-usage-stats"]
+
+    def nodes() -> list:
+        try:
+            return [n for n in list_nodes(address=address) if n.state == "ALIVE"]
+        except Exception:  # the state API answers once the head's dashboard is up
+            return []
+
+    start_ray_node(
+        tier,
         "ray-head",
         [
             "ray",
@@ -303,42 +324,20 @@ def ray_cluster(tier, s3) -> RayCluster:
             f"--port={gcs}",
             "--dashboard-host=127.0.0.1",
             f"--dashboard-port={dashboard}",
+            f"--ray-client-server-port={free_port()}",
             "--num-cpus=1",
             *per_node,
-            *ray_node_ports("ray-client-server-port", *agent_ports),
         ],
         env,
-        node_dir=base / "node-ray-head",
+        lambda: http_ok(f"{address}/api/version") and len(nodes()) == 1,
     )
-    address = f"http://127.0.0.1:{dashboard}"
-    wait_for(
-        lambda: http_ok(f"{address}/api/version"),
-        "the Ray head's job server",
-        180,
-        head,
-        tier.log_dir / "ray-head.log",
-    )
-    worker = tier.start(
+    start_ray_node(
+        tier,
         "ray-worker",
-        [
-            "ray",
-            "start",
-            f"--address=127.0.0.1:{gcs}",
-            "--num-cpus=3",
-            *per_node,
-            *ray_node_ports(*agent_ports),
-        ],
+        ["ray", "start", f"--address=127.0.0.1:{gcs}", "--num-cpus=3", *per_node],
         env,
-        node_dir=base / "node-ray-worker",
+        lambda: len(nodes()) == 2,
     )
-
-    def nodes() -> list:
-        try:
-            return [n for n in list_nodes(address=address) if n.state == "ALIVE"]
-        except Exception:  # the state API answers once the head's dashboard is up
-            return []
-
-    wait_for(lambda: len(nodes()) == 2, "the second Ray node", 180, worker, tier.log_dir / "ray-worker.log")
     alive = nodes()
     [head_id] = [n.node_id for n in alive if n.is_head_node]
     [worker_id] = [n.node_id for n in alive if not n.is_head_node]
