@@ -305,7 +305,10 @@ def ray_cluster(tier, s3) -> RayCluster:
 
     gcs, dashboard = free_port(), free_port()
     address = f"http://127.0.0.1:{dashboard}"
-    env = base_env(**s3.env)
+    # Ray's memory monitor weighs the whole machine's memory: on one machine shared with other
+    # work it kills this cluster's workers for memory others hold, so the emulated nodes run
+    # without it (a real node is the cluster's alone).
+    env = base_env(**s3.env, RAY_memory_monitor_refresh_ms="0")
     per_node = ["--block", "--temp-dir=/tmp/ray", "--object-store-memory=400000000", "--disable-usage-stats"]
 
     def nodes() -> list:
