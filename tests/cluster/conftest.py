@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import urllib.request
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,6 +129,9 @@ class SparkRun:
     returncode: int
     log: Path
     markers: dict[str, dict]  # table → its _SUCCESS.json right after the run (absent: not written)
+    # wcep_events rows by source_format right after the run: a later job replaces the days it
+    # also holds (the rendered portal archive covers the wikitext sample's days)
+    event_formats: dict[str, int]
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -154,6 +158,16 @@ def markers() -> dict[str, dict]:
         for spec in (ARTICLES, WIKI_PAGES, WCEP_EVENTS)
         if storage.is_done(spec.uri(ROOT))
     }
+
+
+def event_formats() -> dict[str, int]:
+    from udfs import storage
+    from udfs.schemas import WCEP_EVENTS
+
+    if not storage.is_done(WCEP_EVENTS.uri(ROOT)):
+        return {}
+    column = WCEP_EVENTS.read(ROOT, columns=["source_format"]).column("source_format")
+    return dict(Counter(column.to_pylist()))
 
 
 def spark_submit(master: str, s3: S3, zip_path: Path, job: str, *args: str) -> list[str]:
@@ -250,7 +264,7 @@ def spark_runs(tier, s3, inputs) -> SparkRuns:
             log = tier.log_dir / f"{name}.log"
             process = tier.start(name, spark_submit(url, s3, zip_path, job, *args), driver_env)
             returncode = process.wait(timeout=900)
-            runs[name] = SparkRun(name, returncode, log, markers())
+            runs[name] = SparkRun(name, returncode, log, markers(), event_formats())
     finally:
         tier.stop(worker)
         tier.stop(master)
