@@ -37,7 +37,7 @@ class RetrievalConfig:
     chunk_words: int | None = None  # search the index's passages of N words instead of whole articles
     since: dt.date | None = None  # lower bound of the accessible window (inclusive)
     rag_cutoff: dt.date | None = None  # Daily Oracle's R: the cutoff is min(t_cut, R)
-    strict: bool = False  # BM25 statistics from the eligible window only (pipelines.index.strict)
+    strict: bool = False  # BM25 statistics from the eligible window only (pipelines.index.engine)
     # show each article's LLM summary instead of its text (PROPHET §5); ``dense`` then ranks the
     # item's articles by their summaries (naive RAG) instead of searching the index
     summaries: bool = False

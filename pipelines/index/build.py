@@ -28,38 +28,39 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from collections import defaultdict
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
 from pipelines.index.config import Config
-from pipelines.index.engine import (
-    S3_ENV,
-    STATISTICS,
+from pipelines.index.statistics import (
+    STATISTICS_TABLES,
+    append_statistics,
+    delete_days,
+    delete_rows,
+    index_statistics,
+)
+from pipelines.index.tables import (
+    STORAGE_VERSION,
     TABLE,
-    UNDATED,
     connect,
     has_index,
     has_title_index,
     passage_table,
+    worker_env,
 )
-from pipelines.index.statistics import append_statistics
 from udfs import storage
 from udfs.index_docs import ARTICLE_COLUMNS, check_partitions, documents, index_schema, passages
 from udfs.layout import Layout
 from udfs.report import Progress, RunSummary
-from udfs.schemas import ARTICLES
+from udfs.schemas import ARTICLES, HIVE_NULL
 
 log = logging.getLogger("augury.index")
 ANN_MIN_ROWS = 100_000  # below this, exact vector search is fast enough and exact
 ANN_REGROWTH = 4  # the vector index is trained again once the table has grown 4-fold since its training
 TRAINED_ROWS = "augury:ivf_trained_rows"  # metadata of the vector column: rows at the last training
 MANIFEST = "_partitions.json"
-# Lance file format 2.1, made for reading a few rows (a search's hits): on a 200k-article table a
-# BM25 search with its prefilter and fetch measured ~0.4 ms faster than on format 2.0
-STORAGE_VERSION = "2.1"
 
 
 def partitions(articles_uri: str) -> dict[str, tuple[str, list[str]]]:
@@ -70,7 +71,7 @@ def partitions(articles_uri: str) -> dict[str, tuple[str, list[str]]]:
         if info.type != pafs.FileType.File or not info.path.endswith(".parquet"):
             continue
         part = info.path[len(path) :].strip("/").split("/")[0]
-        if part.startswith("published_date=") and part != f"published_date={UNDATED}":
+        if part.startswith("published_date=") and part != f"published_date={HIVE_NULL}":
             files[part.split("=", 1)[1]].append(info)
     out = {}
     for day, infos in files.items():
@@ -152,12 +153,10 @@ def _update(db, name: str, days: list[str], gone: list[str], current: dict, conf
     """Delete the rows of ``days`` and ``gone`` from table ``name`` (and, for the articles table,
     from its statistics), then add the documents of ``days``."""
     existing = set(db.list_tables().tables)
-    for table_name in [name, *STATISTICS] if name == TABLE else [name]:
-        if table_name in existing:
-            table = db.open_table(table_name)
-            for chunk in range(0, len(days + gone), 500):
-                part = (days + gone)[chunk : chunk + 500]
-                table.delete("published_date IN (" + ", ".join(f"date '{d}'" for d in part) + ")")
+    if name in existing:
+        delete_rows(db.open_table(name), days + gone)
+    if name == TABLE:
+        delete_days(db, days + gone)
     files = [f for d in days for f in current[d][1]]
     words = None if name == TABLE else int(name.rsplit("_", 1)[1])
     if files:
@@ -228,7 +227,7 @@ def _append(name: str, files: list[str], words: int | None, config: Config, summ
         # the one writer mostly waits on storage; holding a CPU, it left a 2-CPU cluster none for
         # the read tasks, and the job waited forever
         num_cpus=0,
-        runtime_env=_worker_env(),
+        runtime_env=worker_env(),
     )
     before = _rows(connect(config.root), name)
     written = 0
@@ -252,9 +251,9 @@ def _append(name: str, files: list[str], words: int | None, config: Config, summ
 
 def _statistics(days: dict[str, list[str]], config: Config, summary: RunSummary) -> None:
     """Strict BM25's statistics of the changed ``days`` (day → its files), a whole day per row."""
-    before = {name: _rows(connect(config.root), name) for name in STATISTICS}
-    written = append_statistics(config.root, days, config.lead_words, STORAGE_VERSION, _worker_env())
-    for name in STATISTICS:
+    before = {name: _rows(connect(config.root), name) for name in STATISTICS_TABLES}
+    written = append_statistics(config.root, days, config.lead_words, worker_env())
+    for name in STATISTICS_TABLES:
         _check_appended(name, _rows(connect(config.root), name) - before[name], written[name])
     summary.metrics["term_days rows written"] = written["term_days"]
 
@@ -282,18 +281,13 @@ def _ensure_ray() -> None:
     ensure_ray(LLMConfig())
 
 
-def _worker_env() -> dict:
-    """The driver's S3 endpoint and credentials, for workers that open the index themselves."""
-    return {"env_vars": {k: os.environ[k] for k in S3_ENV if k in os.environ}}
-
-
 def _in_worker(fn, *args) -> None:
     """Run ``fn(*args)`` as a Ray task, so what it loads (index builders hold the text or the
     vectors of a whole table) stays out of the driver."""
     import ray
 
     _ensure_ray()
-    ray.get(ray.remote(fn).options(runtime_env=_worker_env(), max_retries=0).remote(*args))
+    ray.get(ray.remote(fn).options(runtime_env=worker_env(), max_retries=0).remote(*args))
 
 
 def _check_encoder(table, encoder: str) -> None:
@@ -336,16 +330,7 @@ def _index(root: str, name: str, created: bool) -> None:
         table.update_field_metadata({"path": "vector", "metadata": {TRAINED_ROWS: str(rows)}})
         log.info("stage=write %s: vector index trained over %d rows", name, rows)
     if name == TABLE:
-        for stats_name in STATISTICS:
-            stats = db.open_table(stats_name)
-            if not stats.list_indices():
-                stats.optimize()
-                for column in (
-                    ("published_date", "term") if "term" in stats.schema.names else ("published_date",)
-                ):
-                    stats.create_index(column, config=BTree(), replace=True)
-            else:
-                stats.optimize()
+        index_statistics(root)
     log.info("stage=write %s: indexes up to date over %d rows", name, rows)
 
 
