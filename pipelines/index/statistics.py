@@ -3,8 +3,9 @@ summed over a window by strict and tfidf searches.
 
 ``term_days`` holds one row per day and term (the day's document frequency) and ``day_sizes`` one
 row per day (documents, tokens), whatever the batches of the embedding stage were: each changed
-day is counted whole from its partition files by a Ray Data task of its own, and one writer actor
-appends the rows.
+day is counted whole from its partition files. Several days go to one Ray Data task (a bundle of
+about ``DAYS_BYTES`` of Parquet) and one writer actor appends the rows in bulk, so a corpus of a
+thousand small days costs a few tasks and appends, not a thousand of each.
 
 A window ``[since, cutoff)`` sums the rows of its whole days; a first or last day cut by a time of
 day is counted from the indexed text of its articles in the window (``WindowStatistics``).
@@ -20,6 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from pipelines.index.manifest import Partition, bundles
 from pipelines.index.tables import STORAGE_VERSION, connect
 from udfs import storage
 from udfs.index_docs import (
@@ -35,8 +37,10 @@ from udfs.index_docs import (
 from udfs.timeutil import to_utc
 
 STATISTICS_TABLES = ("term_days", "day_sizes")
-# a day's statistics as one flat row set for the trip to the writer: the term rows, then the
-# day's size row (term null)
+DAYS_BYTES = 64 * 2**20  # Parquet bytes of the days one counting task reads
+WRITE_ROWS = 200_000  # statistics rows a writer appends at once
+# days' statistics as one flat row set for the trip to the writer: the term rows, then the days'
+# size rows (term null)
 DAY_ROWS = pa.schema(
     [
         pa.field("published_date", pa.date32(), nullable=False),
@@ -49,7 +53,8 @@ DAY_ROWS = pa.schema(
 
 
 def day_rows(batch: pa.Table, lead_words: int, filesystem: pafs.FileSystem) -> pa.Table:
-    """Ray Data task (one day a batch): read the day's partition files and count its documents."""
+    """Ray Data task (one bundle of whole days a batch): read the days' partition files and count
+    their documents."""
     tables = [
         pq.read_table(path, filesystem=filesystem, columns=ARTICLE_COLUMNS)
         for paths in batch["paths"].to_pylist()
@@ -99,17 +104,17 @@ class StatisticsWriter:
 
 
 def append_statistics(
-    root: str, days: dict[str, list[str]], lead_words: int, runtime_env: dict
+    root: str, days: dict[str, Partition], lead_words: int, runtime_env: dict
 ) -> dict[str, int]:
-    """Count the days of ``days`` (day → its partition's file URIs) into the statistics tables;
-    the rows written per table. Their rows of these days must have been deleted before."""
+    """Count the days of ``days`` into the statistics tables; the rows written per table. Their
+    rows of these days must have been deleted before."""
     import ray
 
     # the driver's filesystem object goes to the tasks: on S3 it carries the endpoint and every
     # credential (a session token too), as the embedding stage's read tasks get it
-    filesystem, _ = storage.filesystem(next(iter(days.values()))[0])
-    items = [{"paths": [storage.filesystem(f)[1] for f in files]} for _, files in sorted(days.items())]
-    counted = ray.data.from_items(items).map_batches(
+    filesystem, _ = storage.filesystem(next(iter(days.values())).files[0])
+    items = [{"paths": [storage.filesystem(f)[1] for f in files]} for files in bundles(days, DAYS_BYTES)]
+    counted = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
         day_rows,
         fn_kwargs={"lead_words": lead_words, "filesystem": filesystem},
         batch_size=1,
@@ -119,7 +124,7 @@ def append_statistics(
     counts = counted.map_batches(
         StatisticsWriter,
         fn_constructor_args=(root,),
-        batch_size=None,
+        batch_size=WRITE_ROWS,
         batch_format="pyarrow",
         compute=ray.data.ActorPoolStrategy(size=1),
         num_cpus=0,  # waits on storage; a CPU held here starved the counting tasks of a 2-CPU cluster
@@ -140,11 +145,20 @@ def delete_days(db, days: list[str]) -> None:
             delete_rows(db.open_table(name), days)
 
 
+def days_filter(days: list[str]) -> str:
+    """The rows of ``days`` (any index table: each has ``published_date``)."""
+    return "published_date IN (" + ", ".join(f"date '{d}'" for d in days) + ")"
+
+
 def delete_rows(table, days: list[str]) -> None:
-    """Remove the rows of ``days`` from ``table`` (any index table: each has ``published_date``)."""
+    """Remove the rows of ``days`` from ``table``, 500 days a statement."""
     for start in range(0, len(days), 500):
-        part = days[start : start + 500]
-        table.delete("published_date IN (" + ", ".join(f"date '{d}'" for d in part) + ")")
+        table.delete(days_filter(days[start : start + 500]))
+
+
+def count_days(table, days: list[str]) -> int:
+    """The rows of ``days`` in ``table``."""
+    return sum(table.count_rows(days_filter(days[i : i + 500])) for i in range(0, len(days), 500))
 
 
 def index_statistics(root: str) -> None:
