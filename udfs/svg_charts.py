@@ -107,7 +107,7 @@ def lines(
     series: dict[str, list[tuple[str, float | None]]], lo: float = 0.0, hi: float = 1.0, width: int = 640
 ) -> str:
     """One line per named series over shared x labels (e.g. months), y from ``lo`` to ``hi``;
-    missing values break the line; a legend below."""
+    a missing value leaves its point out; a legend below."""
     xs = sorted({x for points in series.values() for x, _ in points})
     left, top, plot_h = 40, 10, 180
     plot_w = width - left - 20

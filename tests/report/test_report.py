@@ -23,22 +23,33 @@ pytestmark = [pytest.mark.ray, pytest.mark.spark]
 
 
 class Text(HTMLParser):
-    """The visible text of a page, and its elements' ids and classes."""
+    """The visible text of a page, its elements' ids and its table rows (cell texts)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.parts: list[str] = []
-        self.classes: Counter[str] = Counter()
         self.ids: set[str] = set()
+        self.rows: list[list[str]] = []
+        self._cell: list[str] | None = None
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
-        self.classes.update((attrs.get("class") or "").split())
         if attrs.get("id"):
             self.ids.add(attrs["id"])
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self.rows[-1].append(" ".join(" ".join(self._cell).split()))
+            self._cell = None
 
     def handle_data(self, data):
         self.parts.append(data)
+        if self._cell is not None:
+            self._cell.append(data)
 
     @property
     def text(self) -> str:
@@ -61,12 +72,22 @@ def report(demo_root, tmp_path_factory) -> Path:
 def test_index_lists_every_benchmark_with_its_item_count(demo_root, report):
     names = read.discover_benchmarks(demo_root)
     assert {"daily_oracle", "openforecast", "tcelongbench"} <= set(names)
-    index = page(report / "index.html").text
+    index = page(report / "index.html")
+    header = index.rows[0]
+    rows = {r[0]: dict(zip(header, r, strict=True)) for r in index.rows[1:]}
+    assert sorted(rows) == names
     for name in names:
-        items = storage.count_rows(Layout(demo_root).benchmark(name, "eval_items"))
-        assert items > 0, name  # every scripted builder wrote items
-        rejected = storage.count_rows(Layout(demo_root).benchmark(name, "rejected"))
-        assert re.search(rf"{name} {items:,} .*? {rejected:,} ", index), (name, items, rejected)
+        items = storage.read_table(Layout(demo_root).benchmark(name, "eval_items"), columns=["split"])
+        assert items.num_rows > 0, name  # every scripted builder wrote items
+        row = rows[name]
+        assert row["items"] == f"{items.num_rows:,}"
+        splits = Counter(items["split"].to_pylist())
+        assert row["by split"] == ", ".join(f"{s} {n:,}" for s, n in sorted(splits.items()))
+        assert (
+            row["rejected rows"] == f"{storage.count_rows(Layout(demo_root).benchmark(name, 'rejected')):,}"
+        )
+        card = read.read_card(demo_root, name)
+        assert row["LLM requests"] == f"{card['llm_cost']['total']['requests_total']:,}"
         assert (report / f"{name}.html").is_file()
 
 
