@@ -143,9 +143,12 @@ QUALITY_TITLES = {
 }
 
 
+SPREAD = ("sources", "min", "median", "mean", "p90", "max")  # cards are stored with sorted keys
+
+
 def quality_rows(section: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The card's quality section as (title, text) rows, known keys first in a fixed order;
-    shares print as ``Yes 6 (50%)``, spreads as ``min 3 · median 5 · …``."""
+    shares print as ``Yes 6 (50%)``, spreads as ``min 3 · median 5 · …`` (in that order)."""
     keys = [k for k in QUALITY_TITLES if k in section] + sorted(k for k in section if k not in QUALITY_TITLES)
     rows = []
     for key in keys:
@@ -159,7 +162,8 @@ def quality_rows(section: Mapping[str, Any]) -> list[tuple[str, str]]:
         ):
             text = ", ".join(f"{k} {v['n']:,} ({v['share']:.0%})" for k, v in value.items())
         elif isinstance(value, Mapping):
-            text = " · ".join(f"{k} {fmt(v, 2)}" for k, v in value.items()) or "none"
+            order = sorted(value, key=lambda k: (SPREAD.index(k) if k in SPREAD else len(SPREAD), k))
+            text = " · ".join(f"{k} {fmt(value[k], 2)}" for k in order) or "none"
         else:
             text = fmt(value, 2)
         rows.append((QUALITY_TITLES.get(key, key), text))

@@ -75,7 +75,7 @@ def test_quality_rows_in_a_fixed_order_with_shares_and_spreads():
         "items": 4,
         "near_duplicate_rate": 0.125,
         "gold_option_position": {"a": {"n": 1, "share": 0.25}, "b": {"n": 3, "share": 0.75}},
-        "horizon_days": {"min": 1.0, "median": 2.5, "max": 9.0},
+        "horizon_days": {"max": 9.0, "median": 2.5, "min": 1.0},  # as stored: keys sorted
         "question_words": None,
         "something_new": 3,
     }
@@ -104,10 +104,10 @@ def test_interval_and_line_charts_parse_and_clamp():
     )
     root = ET.fromstring(svg)
     circles = list(root.iter("{http://www.w3.org/2000/svg}circle"))
-    assert len(circles) == 2 and "a <b>: 0.400 [0.100, 1.700]" == circles[0][0].text
+    assert len(circles) == 2 and circles[0][0].text == "a <b>: 0.400 [0.100, 1.700]"
     line = next(root.iter("{http://www.w3.org/2000/svg}line"))
     assert float(line.get("x1")) == 260.0  # the axis starts after the labels
-    whisker = [e for e in root.iter("{http://www.w3.org/2000/svg}line") if e.get("stroke") == "#555"][0]
+    whisker = next(e for e in root.iter("{http://www.w3.org/2000/svg}line") if e.get("stroke") == "#555")
     assert float(whisker.get("x2")) == 260.0 + 360.0  # 1.7 clamped to the axis end (width 640)
     lines = ET.fromstring(svg_charts.lines({"m": [("2024-01", 0.5), ("2024-02", None), ("2024-03", 1.0)]}))
     points = list(lines.iter("{http://www.w3.org/2000/svg}circle"))
