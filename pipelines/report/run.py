@@ -6,8 +6,8 @@ Writes ``index.html`` (every benchmark with its counts), one page per benchmark 
 funnel of its build, the quality section, a seeded sample of items with their articles, its
 timelines or outlines, its leaderboard rows with intervals, its drift and its audit) and
 ``evaluation.html`` (the whole leaderboard, drift, audit) under ``--out`` (default
-``ROOT/report/``). Plain files with relative links: open them from disk, or serve them from a
-bucket. Reads only what it shows: see ``pipelines.report.read``. See docs/report.md.
+``ROOT/report/``). Plain files with relative links: open them from disk, or copy the folder
+anywhere. Reads only what it shows: see ``pipelines.report.read``. See docs/report.md.
 """
 
 from __future__ import annotations
