@@ -76,4 +76,8 @@ if [ -f "$OUT/eval/leaderboard.md" ]; then
   step "leaderboard ($OUT/eval/leaderboard.md)"
   cat "$OUT/eval/leaderboard.md"
 fi
+
+step "report: static HTML pages of every benchmark and of the evaluation -> $OUT/report/"
+"$PY" -m pipelines.report --root "$OUT"
+echo "  open $OUT/report/index.html in a browser"
 exit 0
