@@ -41,6 +41,7 @@ class Config(RunOptions):
     settle_days: int = option(3, help="without --date/--from: build the days at least N days old", min=0)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if (self.start is None) != (self.end is None):
             raise ValueError("--from and --to go together")
         if self.start is not None and self.end < self.start:

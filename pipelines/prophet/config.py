@@ -76,18 +76,11 @@ class Config(RunOptions):
     k: int = option(3, help="L1 when at least k articles have CIL > tau", min=1)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if (self.questions is None) == (self.forecastbench is None):
             raise ValueError("give exactly one of --questions (a file) and --forecastbench (two files)")
-        if self.estimator not in ESTIMATORS or self.layout not in LAYOUTS or self.rating not in RATING_MODES:
-            raise ValueError(f"estimator ∈ {ESTIMATORS}, layout ∈ {LAYOUTS}, rating ∈ {RATING_MODES}")
         if self.estimator == "logprob" and self.repeats not in (None, 1):
             raise ValueError("the logprob estimator is deterministic: --repeats must be 1")
-        if self.r < 1 or self.w < 1 or self.k_max < 0 or self.top_n < 1 or self.k < 1:
-            raise ValueError("repeats, w, top_n and k must be positive; k_max >= 0")
-        if self.num_queries < 1 or self.max_words < 1:
-            raise ValueError("num_queries and max_words must be positive (0 would mean no limit)")
-        if self.limit is not None and self.limit < 1:
-            raise ValueError("limit must be positive")
 
     @property
     def r(self) -> int:

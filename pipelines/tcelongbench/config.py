@@ -64,8 +64,7 @@ class Config(RunOptions):
     split_ratios: tuple[float, float, float] = (0.7, 0.15, 0.15)
 
     def __post_init__(self) -> None:
-        if self.plausible_mode not in PLAUSIBLE_MODES:
-            raise ValueError(f"--plausible-mode must be one of {', '.join(PLAUSIBLE_MODES)}")
+        super().__post_init__()
         if not 1 <= self.verify_min_pass <= self.verify_rounds:
             raise ValueError(f"--verify-min-pass must lie in 1..{self.verify_rounds}")
         if self.min_span_days > self.max_span_days:
