@@ -208,7 +208,7 @@ def _stage(result, name):
 # ------------------------------------------------------------------ incremental runs
 def test_a_day_with_an_engine_error_is_written_but_not_marked(built):
     broken = built["broken"]
-    assert broken.days_built == [] and broken.days_unmarked == {D15: "engine_error"}
+    assert broken.details["days_built"] == [] and broken.details["days_unmarked"] == {D15: "engine_error"}
     assert not built["marked_after_error"]
     assert _stage(broken, "days").rejected == {"engine_error": 1} and _stage(broken, "days").reconciles
     failed = [r for r in broken.tables["rejected"].to_pylist() if r["reason"] == "qa_engine_error"]
@@ -221,7 +221,7 @@ def test_a_day_with_an_engine_error_is_written_but_not_marked(built):
 
 def test_the_next_run_rebuilds_that_day_retrying_only_the_failed_request(built):
     first = built["first"]
-    assert first.days_built == [D15] and first.days_unmarked == {}
+    assert first.details["days_built"] == [D15] and first.details["days_unmarked"] == {}
     assert _stage(first, "summary").metrics["requests_computed"] == 0
     assert _stage(first, "qa").metrics["requests_computed"] == 1
     assert "qa_engine_error" not in set(first.tables["rejected"].column("reason").to_pylist())
@@ -229,7 +229,7 @@ def test_the_next_run_rebuilds_that_day_retrying_only_the_failed_request(built):
 
 def test_first_day_is_built(built):
     first = built["first"]
-    assert first.days_built == [D15] and first.days_skipped == []
+    assert first.details["days_built"] == [D15] and first.details["days_skipped"] == []
     assert first.tables["tf_questions"].num_rows > 0 and first.tables["mc_questions"].num_rows > 0
     assert first.requests_computed > 0
     assert storage.is_done(day_uri(built["root"], D15))
@@ -252,16 +252,16 @@ def test_first_day_is_built(built):
 
 def test_rerun_of_a_built_day_sends_no_request(built):
     again = built["again"]
-    assert again.days_built == [] and again.days_skipped == [D15]
+    assert again.details["days_built"] == [] and again.details["days_skipped"] == [D15]
     assert again.requests_computed == 0 and [s.name for s in again.summaries] == ["daily_oracle/inputs"]
 
 
 def test_adding_days_builds_only_those_days(built):
     later, root = built["later"], built["root"]
-    assert later.days_built == [D16, D18] and later.days_skipped == [D15]
+    assert later.details["days_built"] == [D16, D18] and later.details["days_skipped"] == [D15]
     assert built["after_later"]["files15"] == built["files15"]  # day 15 untouched, byte for byte
-    for table in later.tables.values():
-        assert set(table.column("date").to_pylist()) <= {D16, D18}
+    for name in ("selection", "tf_questions", "mc_questions", "rejected"):  # this run's days only
+        assert set(later.tables[name].column("date").to_pylist()) <= {D16, D18}
     # only day 18 reaches the model (day 16 has no English article of the allowed hosts)
     assert _stage(later, "summary").metrics["requests_computed"] == _stage(later, "select").rows_written == 5
     assert storage.is_done(day_uri(root, D16))
@@ -269,7 +269,7 @@ def test_adding_days_builds_only_those_days(built):
 
 def test_force_rebuilds_a_day_and_sends_only_its_requests_again(built):
     forced, root = built["forced"], built["root"]
-    assert forced.days_built == [D15] and forced.days_skipped == []
+    assert forced.details["days_built"] == [D15] and forced.details["days_skipped"] == []
     # every request of day 15 is sent again, and nothing else
     assert _stage(forced, "summary").metrics["requests_computed"] == _stage(forced, "select").rows_written > 0
     for name in STAGES:
@@ -422,7 +422,7 @@ def test_a_plan_runs_no_engine_and_writes_nothing(root_with_corpus, ray_local, m
     monkeypatch.setattr(backends, "apply_backend", _no_engine)
     planned = run(config(root_with_corpus, D15, D18, plan=True))
     assert sorted(storage.list_files(root_with_corpus)) == before
-    assert planned.days_built == [] and planned.card is None and planned.requests_computed == 0
+    assert planned.details["days_built"] == [] and planned.card is None and planned.requests_computed == 0
     plans = {p.stage: p for p in planned.plans}
     assert list(plans) == list(STAGES)
     picked = _stage(planned, "select").rows_written

@@ -385,7 +385,7 @@ def assert_plan_equals_the_run(plan, result) -> None:
     assert planned.keys() == ran.keys()
     assert all(s.metrics["requests_cached"] == s.metrics["requests_unique"] for s in planned.values())
     requests = {q["question_id"]: q["llm_requests"] for q in result.tables["questions"].to_pylist()}
-    for row in plan.plan:
+    for row in plan.details["plan"]:
         assert row["exact"]
         total = row["queries"] + row["relevance"] + row["joint"] + row["conditional"] + row["retries"]
         assert total == requests[row["question_id"]] > 0
@@ -414,7 +414,7 @@ def test_plan_after_the_build_is_exact_and_a_rerun_is_free(built, tmp_path, monk
     planned = run(config(root, questions, scripted(), estimator="logprob", rating="score", plan=True))
     assert_plan_equals_the_run(planned, result)
     evidence = result.tables["evidence"].to_pylist()
-    for row in planned.plan:
+    for row in planned.details["plan"]:
         assert row["exact"] and row["queries"] == 3 and row["retries"] == 1  # (b) fails twice
         bins = {}
         for e in evidence:
@@ -465,7 +465,7 @@ def test_plan_after_a_build_with_retries_counts_every_request(flaky_built, tmp_p
     planned = run(config(root, questions, flaky(), estimator="verbalized", layout="grouped", plan=True))
     assert {"prophet/query_steps_retry1", "prophet/conditional_retry2"} <= llm_stages(planned).keys()
     assert_plan_equals_the_run(planned, result)
-    for row in planned.plan:
+    for row in planned.details["plan"]:
         assert row["queries"] == 3 and row["retries"] > 1
 
 
@@ -477,9 +477,11 @@ def test_plan_before_anything_ran_bounds_the_unknown(ray_local, tmp_path, monkey
         backends, "apply_backend", lambda *a, **k: pytest.fail("plan must not run the engine")
     )
     result = run(config(root, questions, scripted(), estimator="logprob", plan=True))
-    assert [r["queries"] for r in result.plan] == [3, 3]
-    assert all(r["relevance"] is None and r["joint"] is None and not r["exact"] for r in result.plan)
-    assert "?" in format_plan(result.plan)
+    assert [r["queries"] for r in result.details["plan"]] == [3, 3]
+    assert all(
+        r["relevance"] is None and r["joint"] is None and not r["exact"] for r in result.details["plan"]
+    )
+    assert "?" in format_plan(result.details["plan"])
     assert not storage.exists(storage.join(root, "benchmarks"))
 
 
