@@ -166,11 +166,11 @@ class Builder(Generic[C, S]):
 
     name: str
     config: type[C]
+    inputs: Inputs
     state: Callable[[], S]
     steps: tuple[Step, ...]
     finish: Callable[[Build[C], S], Outputs]
     tables: Mapping[str, tuple[str, ...]]
-    inputs: Inputs
     demo: Demo
     event: EventKey | None = None
     retrieval: RetrievalConfig | None = None

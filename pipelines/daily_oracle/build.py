@@ -53,11 +53,11 @@ def scale(inputs: ScaleInputs) -> dict[str, Any]:
 BUILDER = Builder(
     name=NAME,
     config=Config,
+    inputs=Inputs((ARTICLES,)),
     state=State,
     steps=(pending_days, select, summarise, generate_questions, add_distractors, score, categorise),
     finish=finish,
     tables={name: ("date",) for name in ("selection", "tf_questions", "mc_questions", "rejected")},
-    inputs=Inputs((ARTICLES,)),
     event=EventKey("source article", ("tf_questions", "mc_questions"), "question_id", "article_id"),
     # §5: top 5 articles of 512 words, published in [2019-01-01, the item's cutoff)
     retrieval=RetrievalConfig(k=5, doc_words=512, since=DAILY_ORACLE_START, strict=True),

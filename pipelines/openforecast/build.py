@@ -241,6 +241,7 @@ def scale(inputs: ScaleInputs) -> dict[str, Any]:
 BUILDER = Builder(
     name=NAME,
     config=Config,
+    inputs=Inputs((WIKI_PAGES, WCEP_EVENTS), any_of=True, optional=(ARTICLES,)),
     state=State,
     steps=(
         collect,
@@ -252,15 +253,8 @@ BUILDER = Builder(
         questions,
     ),
     finish=finish,
-    tables={
-        "ce": (),
-        "ce_doc": (),
-        "timeline_rounds": (),
-        "atomic_event": (),
-        **{task: ("split",) for task in TASKS},
-        "rejected": (),
-    },
-    inputs=Inputs((WIKI_PAGES, WCEP_EVENTS), any_of=True, optional=(ARTICLES,)),
+    tables=dict.fromkeys(("ce", "ce_doc", "timeline_rounds", "atomic_event", "rejected"), ())
+    | dict.fromkeys(TASKS, ("split",)),
     event=EventKey("complex event", ("mcnc", "mcac", "vqa", "stf", "ltf", "aqa"), "sample_id", "ce_id"),
     demo=Demo("OpenForecast (complex events from Wikipedia and the Current Events Portal)", ("--demo",)),
     scale=scale,

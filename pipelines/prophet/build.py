@@ -113,18 +113,12 @@ def scale(inputs: ScaleInputs) -> dict[str, Any]:
 BUILDER = Builder(
     name=NAME,
     config=Config,
+    inputs=Inputs((ARTICLES,), index=True),
     state=State,
     steps=(open_corpus, read_questions, generate_queries, retrieve, rate, select, compute_cil),
     finish=finish,
-    tables={
-        "queries": (),
-        "evidence": (),
-        "cil": (),
-        "joint_tables": (),
-        "questions": ("split",),
-        "rejected": (),
-    },
-    inputs=Inputs((ARTICLES,), index=True),
+    tables=dict.fromkeys(("queries", "evidence", "cil", "joint_tables", "rejected"), ())
+    | {"questions": ("split",)},
     event=EventKey("question", ("questions",), "question_id", "question_id"),
     # N = 10 inside the question's kept evidence set, every article shown as its summary (§5)
     retrieval=RetrievalConfig(k=10, summaries=True),

@@ -38,8 +38,12 @@ class Config(RunOptions):
     )
     # evidence (spec §2, §8)
     num_queries: int = option(5, help="queries asked of prompts (b) and (c), at most that many kept", min=1)
-    max_words: int = option(8, help="words per generated query", min=1)
-    search_depth: int = option(50, help="BM25 hits per query", min=1)
+    max_words: int = option(8, help="at most N words per generated query", min=1)
+    search_depth: int = option(
+        50,
+        help="BM25 hits per query (published before the question's cutoff, near-duplicates left out)",
+        min=1,
+    )
     rating: str = option(
         "generate",
         help="relevance rating: generate = paper prompt (d), parse 'Rating: n'; score = expected "
@@ -67,7 +71,9 @@ class Config(RunOptions):
         None, help="r, sampled repeats per CIL term [default: 2 for verbalized; logprob is always 1]", min=1
     )
     w: int = option(3, help="window: older 10-day bins an article depends on", min=1)
-    k_max: int = option(10, help="cap on the articles of a window", min=0)
+    k_max: int = option(
+        10, help="at most N articles in a window (a window's CIL requests grow as 2^N)", min=0
+    )
     cil_words: int = option(60, help="words of each article (after its title) in the CIL prompts", min=1)
     retries: int = option(2, help="retries of verbalized CIL answers that fail to parse (new seeds)", min=0)
     tau: float = option(

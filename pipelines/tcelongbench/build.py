@@ -35,18 +35,15 @@ def scale(inputs: ScaleInputs) -> dict[str, Any]:
     own embeddings. The LLM work grows with the TCE's days, and the denser corpus gives its first
     TCE more of them (8 and 16 days with 5..30): a week at most keeps it about the same at both
     sizes (8 and 6 days)."""
-    return {
-        "encoder": "hashing-384",
-        "limit": 1,
-        "max_articles_per_day": 1,
-        "max_article_words": 100,
-        "max_span_days": 7,
-    }
+    return dict(
+        encoder="hashing-384", limit=1, max_articles_per_day=1, max_article_words=100, max_span_days=7
+    )
 
 
 BUILDER = Builder(
     name=NAME,
     config=Config,
+    inputs=Inputs((ARTICLES,), index=True),
     state=State,
     steps=(
         form,
@@ -64,18 +61,8 @@ BUILDER = Builder(
         order.vote_orders,
     ),
     finish=finish,
-    tables={
-        "tce": (),
-        "tce_article": (),
-        "context": (),
-        "day_summary": (),
-        "key_point": (),
-        "qa_detail": ("split",),
-        "qa_order": ("split",),
-        "qa_forecast": ("split",),
-        "rejected": (),
-    },
-    inputs=Inputs((ARTICLES,), index=True),
+    tables=dict.fromkeys(("tce", "tce_article", "context", "day_summary", "key_point", "rejected"), ())
+    | dict.fromkeys(("qa_detail", "qa_order", "qa_forecast"), ("split",)),
     event=EventKey("TCE", ("qa_detail", "qa_order", "qa_forecast"), "qa_id", "tce_id"),
     retrieval=RetrievalConfig(k=3, doc_words=512, chunk_words=512),  # u = 3 chunks of 512 words
     demo=Demo(
