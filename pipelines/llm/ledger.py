@@ -1,8 +1,10 @@
 """The bookkeeping of one build: every step's summary and every dropped row with its reason.
 
-LLM stages report through the stage runner (rows in = parsed + failed); a builder's own steps
-(filters, checks, samplers) report here the same way (``keep`` / ``drop``), so the printed table
-reconciles line by line. Every dropped row of every builder lands in one ``rejected`` table with
+LLM stages run through ``run`` (the one stage call of every builder step: the answer form fitted
+to the stage's token budget, failed rows recorded, failed answers retried with ``retries=n``)
+and report through the stage runner (rows in = parsed + failed); a builder's own steps (filters,
+checks, samplers) report here the same way (``keep`` / ``drop``), so the printed table reconciles
+line by line. Every dropped row of every builder lands in one ``rejected`` table with
 one schema (``REJECTED_SCHEMA``), at ``benchmarks/<name>/rejected``:
 
 - ``stage`` the step or LLM stage that dropped it, ``reason`` a countable code (LLM stages:
@@ -328,7 +330,8 @@ class Ledger:
         return Layout(self.runner.root).benchmark(self.name, "rejected")
 
     def check(self) -> None:
-        """Every summary must reconcile (rows in = rows out + rows rejected)."""
+        """Every summary must reconcile (rows in = rows out + rows rejected); the builder driver
+        checks before it writes anything."""
         unreconciled = [s.name for s in self.summaries if not s.reconciles]
         if unreconciled:
             raise AssertionError(f"counts do not reconcile in {unreconciled}")
