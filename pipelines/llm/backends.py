@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -27,14 +28,16 @@ from udfs.llm_rows import RESPONSE_SCHEMA, SCORE, cut_at_stop
 _CARRIED = ("request_key", "mode", "score_token_ids", "stop")
 
 
-def apply_backend(ds, cfg: LLMConfig):
-    """Run a Ray Dataset of requests through the configured engine; returns responses."""
+def apply_backend(ds, cfg: LLMConfig, carry: Sequence[str] = ()):
+    """Run a Ray Dataset of requests through the configured engine; returns responses, each with
+    the ``carry`` columns of its request."""
     import ray.data
 
+    carry = tuple(carry)
     if cfg.backend == "local":
         return ds.map_batches(
             _LocalEngineClient,
-            fn_constructor_kwargs={"engines": local_engine_actors(cfg)},
+            fn_constructor_kwargs={"engines": local_engine_actors(cfg), "carry": carry},
             batch_size=cfg.batch_size,
             batch_format="pyarrow",
             compute=ray.data.ActorPoolStrategy(size=cfg.concurrency),
@@ -45,7 +48,7 @@ def apply_backend(ds, cfg: LLMConfig):
 
         return ds.map_batches(
             ScriptedEngine,
-            fn_constructor_kwargs={"script": ship_script(cfg.script)},
+            fn_constructor_kwargs={"script": ship_script(cfg.script), "carry": carry},
             batch_size=cfg.batch_size,
             batch_format="pyarrow",
             compute=ray.data.ActorPoolStrategy(size=1),
@@ -70,13 +73,16 @@ def apply_backend(ds, cfg: LLMConfig):
         processor = build_processor(
             config,
             preprocess=lambda row: serve_request(row, cfg),
-            postprocess=lambda row: completion_response(row, row),
+            postprocess=lambda row: {**completion_response(row, row), **{c: row[c] for c in carry}},
         )
     else:
         processor = build_processor(
             http_processor_config(cfg),
             preprocess=lambda row: {"payload": completion_payload(row, cfg)},
-            postprocess=lambda row: completion_response(row, row.get("http_response") or {}),
+            postprocess=lambda row: {
+                **completion_response(row, row.get("http_response") or {}),
+                **{c: row[c] for c in carry},
+            },
         )
     return processor(ds)
 
@@ -112,13 +118,23 @@ def engine_starts() -> int:
 class _LocalEngineClient:
     """The Ray Data stage in front of a local engine actor."""
 
-    def __init__(self, engines: list[Any]):
+    def __init__(self, engines: list[Any], carry: tuple[str, ...] = ()):
         self.engine = engines[os.getpid() % len(engines)]
+        self.carry = carry
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         import ray
 
-        return ray.get(self.engine.run.remote(batch))
+        return with_carried(
+            ray.get(self.engine.run.remote(batch.drop_columns(list(self.carry)))), batch, self.carry
+        )
+
+
+def with_carried(responses: pa.Table, requests: pa.Table, carry: Sequence[str]) -> pa.Table:
+    """An engine's responses (in request order) with the ``carry`` columns of their requests."""
+    for name in carry:
+        responses = responses.append_column(name, requests.column(name))
+    return responses
 
 
 def http_processor_config(cfg: LLMConfig):
@@ -238,8 +254,8 @@ def _token_id(key: str) -> int | None:
     return None
 
 
-def responses_table(batch: pa.Table | dict) -> pa.Table:
-    """Normalise an engine output batch to exactly ``RESPONSE_SCHEMA``."""
+def responses_table(batch: pa.Table | dict, carry: Sequence[str] = ()) -> pa.Table:
+    """Normalise an engine output batch to ``RESPONSE_SCHEMA``, then the ``carry`` columns."""
     table = batch if isinstance(batch, pa.Table) else pa.table(batch)
     if "__inference_error__" in table.column_names:  # a ray.data.llm row that failed skips postprocess
         failed = pc.if_else(
@@ -260,4 +276,5 @@ def responses_table(batch: pa.Table | dict) -> pa.Table:
             columns[field.name] = table.column(field.name).cast(field.type)
         else:
             columns[field.name] = pa.nulls(table.num_rows, field.type)
-    return pa.table(columns, schema=RESPONSE_SCHEMA)
+    fields = [*RESPONSE_SCHEMA, *(pa.field(name, table.schema.field(name).type) for name in carry)]
+    return pa.table([*columns.values(), *(table.column(name) for name in carry)], schema=pa.schema(fields))

@@ -14,7 +14,7 @@ class _Recorder:
     def __init__(self):
         self.prompts: list[str] = []
 
-    def __call__(self, ds, cfg):
+    def __call__(self, ds, cfg, carry=()):
         table = pa.concat_tables(list(ds.iter_batches(batch_format="pyarrow")))
         self.prompts += table.column("prompt_text").to_pylist()
         return ds.map_batches(
@@ -23,6 +23,7 @@ class _Recorder:
                 "generated_text": ["x"] * len(b["request_key"]),
                 "input_tokens": [1] * len(b["request_key"]),
                 "output_tokens": [1] * len(b["request_key"]),
+                **{c: b[c] for c in carry},  # the runner's bookkeeping travels with each request
             },
             batch_format="numpy",
         )

@@ -1,0 +1,213 @@
+"""The two stateful steps of a stage's Ray Data execution, around the backend.
+
+``Partition`` takes one range of the stage's units, sorted by prompt text: every copy of a
+request is in it, so it keeps the first copy of each key, looks the keys up in the cache index
+and reads their cached answers, and splits its units. Units whose every answer is cached are
+assembled there and written to the output; the others (*waiting* units) and the cached answers
+they need are written to a scratch file of the partition, and its pending requests go on to the
+backend, sorted by prompt text and tagged with the partition and how many requests it sent.
+
+``Collector`` is the one actor after the backend: it passes each block of responses on to the
+shard writer and keeps them by partition; when a partition has all its responses, it reads the
+partition's scratch file, assembles its waiting units and writes them to the output.
+
+Output rows carry the unit's counts (``__n_requests``: its requests; ``__n_unique``: the keys it
+is the first to ask; ``__n_cached``: those answered from the cache; in a plan,
+``__n_prompt_tokens`` and ``__n_output_tokens`` of its pending ones), from which the driver sums
+the stage's counts.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from pipelines.llm.assemble import assemble_units
+from pipelines.llm.backends import responses_table
+from pipelines.llm.render import ROW, SAMPLE, RenderConfig, Tokenizing
+from udfs import storage
+from udfs.llm_rows import REQUEST_SCHEMA, RESPONSE_SCHEMA, SCORE
+from udfs.prompts import Prompt
+
+PART, PENDING = "__part", "__pending"  # of a pending request: its partition, and that one's requests sent
+COUNTS = ("__n_requests", "__n_unique", "__n_cached")
+PLAN_COUNTS = ("__n_prompt_tokens", "__n_output_tokens")
+PENDING_SCHEMA = pa.schema([*REQUEST_SCHEMA, pa.field(PART, pa.int64()), pa.field(PENDING, pa.int64())])
+
+
+@dataclass(frozen=True)
+class Place:
+    """A directory as a filesystem and a path: the driver's filesystem travels pickled with its
+    endpoint and keys, so a worker reaches the storage as the driver does."""
+
+    fs: pafs.FileSystem
+    path: str
+
+    @staticmethod
+    def of(uri: str) -> Place:
+        return Place(*storage.filesystem(uri))
+
+    def write(self, table: pa.Table, name: str) -> None:
+        self.fs.create_dir(self.path, recursive=True)
+        pq.write_table(table, f"{self.path}/{name}", filesystem=self.fs)
+
+    def read(self, name: str) -> pa.Table:
+        return pq.read_table(f"{self.path}/{name}", filesystem=self.fs)
+
+
+@dataclass(frozen=True)
+class StageWork:
+    """What the steps of one stage run need, in workers: plain picklable data."""
+
+    stage: Any
+    prompt: Prompt
+    identity: dict[str, Any]
+    render: RenderConfig
+    output: Place  # the stage's output rows
+    parts: Place  # the waiting units of each partition (scratch)
+    index: Any = None  # ObjectRef of the ``cache.CacheIndex``, None without usable shards
+    engine: bool = True  # False: every unit is written by ``Partition``, unanswered ones not run
+    estimate: bool = False  # ``--plan``: count the pending requests' tokens
+
+    def assemble(self, units: pa.Table, answers: pa.Table) -> pa.Table:
+        """Output rows of units with their count columns, given the answers."""
+        counts = [c for c in (*COUNTS, *PLAN_COUNTS) if c in units.column_names]
+        out = assemble_units(self.stage, self.prompt, self.identity, units.drop_columns(counts), answers)
+        for name in counts:
+            out = out.append_column(name, units.column(name))
+        return out
+
+
+class Partition:
+    """``map_batches`` UDF over the blocks of the sorted units (``batch_size=None``)."""
+
+    def __init__(self, work: StageWork):
+        self.work = work
+        self.tokens = Tokenizing(work.render)
+
+    def __call__(self, units: pa.Table) -> pa.Table:
+        import ray
+
+        work = self.work
+        if not units.num_rows:
+            return PENDING_SCHEMA.empty_table()
+        requests, unit_of = _requests(units)
+        first = _first_copies(requests, units, unit_of)
+        unique, owner = requests.take(pa.array(first)), unit_of[first]
+        index = ray.get(work.index) if work.index is not None else None
+        cached = index.answers(unique.column("request_key")) if index else RESPONSE_SCHEMA.empty_table()
+        is_cached = np.asarray(
+            pc.is_in(unique.column("request_key"), value_set=cached.column("request_key")), bool
+        )
+        pending = unique.filter(pa.array(~is_cached))
+        n, keys = units.num_rows, units.column("__keys").combine_chunks()
+        counts = (np.diff(np.asarray(keys.offsets)), np.bincount(owner, minlength=n))
+        units = _with(
+            units, dict(zip(COUNTS, (*counts, np.bincount(owner[is_cached], minlength=n)), strict=True))
+        )
+        asks = pc.is_in(pc.list_flatten(keys), value_set=pending.column("request_key"))
+        waiting = np.bincount(unit_of, weights=np.asarray(asks, bool), minlength=n) > 0
+        part = int(
+            pc.min(pc.add(pc.multiply(units.column(ROW), work.stage.samples), units.column(SAMPLE))).as_py()
+        )
+        if not work.engine:
+            if work.estimate:
+                units = _with(units, self.estimates(pending, owner[~is_cached], n))
+            work.output.write(work.assemble(units, cached), f"part-{part:012d}-a.parquet")
+            return PENDING_SCHEMA.empty_table()
+        ready = units.filter(pa.array(~waiting))
+        if ready.num_rows:
+            work.output.write(work.assemble(ready, cached), f"part-{part:012d}-a.parquet")
+        if not pending.num_rows:
+            return PENDING_SCHEMA.empty_table()
+        work.parts.write(units.filter(pa.array(waiting)), f"{part:012d}.units.parquet")
+        work.parts.write(cached, f"{part:012d}.answers.parquet")
+        order = pc.sort_indices(pending, [("prompt_text", "ascending"), ("request_key", "ascending")])
+        pending = pending.take(order).append_column(
+            PART, pa.repeat(pa.scalar(part, pa.int64()), pending.num_rows)
+        )
+        return pending.append_column(
+            PENDING, pa.repeat(pa.scalar(pending.num_rows, pa.int64()), pending.num_rows)
+        )
+
+    def estimates(self, pending: pa.Table, owner: np.ndarray, n: int) -> dict[str, np.ndarray]:
+        """``--plan``: per unit, the estimated prompt tokens and the output budget of the pending
+        requests it is the first to ask (one token for a scoring request)."""
+        tokens = [self.tokens.count_tokens(t) for t in pending.column("prompt_text").to_pylist()]
+        budget = pc.if_else(
+            pc.equal(pending.column("mode"), SCORE), 1, pending.column("max_tokens").cast(pa.int64())
+        )
+        weights = (np.asarray(tokens, np.float64), np.asarray(budget, np.float64))
+        return {
+            name: np.bincount(owner, weights=w, minlength=n)
+            for name, w in zip(PLAN_COUNTS, weights, strict=True)
+        }
+
+
+class Collector:
+    """``map_batches`` UDF on a pool of one actor after the backend (see the module docstring)."""
+
+    def __init__(self, work: StageWork):
+        self.work = work
+        self.fresh: dict[int, list[pa.Table]] = defaultdict(list)
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        batch = responses_table(batch, carry=(PART, PENDING))
+        parts = np.asarray(batch.column(PART))
+        for part in np.unique(parts):
+            rows = batch.filter(pa.array(parts == part))
+            self.fresh[part].append(rows.select(RESPONSE_SCHEMA.names))
+            if sum(t.num_rows for t in self.fresh[part]) == rows.column(PENDING)[0].as_py():
+                self.finish(int(part))
+        return batch.select(RESPONSE_SCHEMA.names)
+
+    def finish(self, part: int) -> None:
+        """Assemble the waiting units of a partition that has all its answers."""
+        work = self.work
+        units = work.parts.read(f"{part:012d}.units.parquet")
+        cached = work.parts.read(f"{part:012d}.answers.parquet").cast(RESPONSE_SCHEMA)
+        answers = pa.concat_tables([cached, *self.fresh.pop(part)])
+        work.output.write(work.assemble(units, answers), f"part-{part:012d}-b.parquet")
+
+
+def _requests(units: pa.Table) -> tuple[pa.Table, np.ndarray]:
+    """The requests of a block of units, one row each, and the index of the unit of each."""
+    nested = units.column("__requests").combine_chunks()
+    flat = pc.list_flatten(nested)
+    if not len(flat):
+        return REQUEST_SCHEMA.empty_table(), np.array([], np.int64)
+    return pa.Table.from_struct_array(flat).cast(REQUEST_SCHEMA), np.asarray(pc.list_parent_indices(nested))
+
+
+def _first_copies(requests: pa.Table, units: pa.Table, unit_of: np.ndarray) -> np.ndarray:
+    """Indexes of the first copy of each key: the one of the earliest input row and sample."""
+    if not requests.num_rows:
+        return np.array([], np.int64)
+    at = pa.array(unit_of)
+    keyed = pa.table(
+        {
+            "key": requests.column("request_key"),
+            "row": units.column(ROW).take(at),
+            "sample": units.column(SAMPLE).take(at),
+        }
+    )
+    order = np.asarray(
+        pc.sort_indices(keyed, [("key", "ascending"), ("row", "ascending"), ("sample", "ascending")])
+    )
+    keys = keyed.column("key").take(pa.array(order)).combine_chunks()
+    starts = np.ones(len(keys), bool)
+    starts[1:] = np.asarray(pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1)), bool)
+    return order[starts]
+
+
+def _with(table: pa.Table, columns: dict[str, np.ndarray]) -> pa.Table:
+    for name, values in columns.items():
+        table = table.append_column(name, pa.array(np.asarray(values, np.int64)))
+    return table
