@@ -1,8 +1,8 @@
 """The request cache of a stage: durable response shards under ``<stage>/responses/``.
 
-Ray Data writes each shard (``write_parquet``) as its responses arrive, named
-``shard-<epoch ms>-<run id>-<n>.parquet`` so that the newest answer of a request wins when a
-forced run answered it again. Engine errors (an outage, an out-of-memory batch, a prompt over the
+The stage's collector writes each block of responses as a shard as it arrives, named
+``shard-<epoch ms>-<run tag>-<writer>-<n>.parquet`` so that the newest answer of a request wins
+when a forced run answered it again. Engine errors (an outage, an out-of-memory batch, a prompt over the
 length limit) stay in their shards as a record but are never served from the cache: a rerun
 sends those requests again. A shard that cannot be read (a torn write, a truncated upload) is
 logged, set aside as ``<name>.corrupt`` and its requests are computed again.
@@ -43,10 +43,9 @@ def new_run_id() -> str:
     return f"{int(time.time() * 1000):013d}-{uuid.uuid4().hex[:8]}"
 
 
-def shard_name(run_id: str, write_uuid: str, task: int) -> str:
-    """A shard's file name (Ray Data wants its write's uuid in it); ``{i}`` is left for Arrow's
-    file counter within one write task."""
-    return f"shard-{run_id}-{write_uuid}-{task:05d}-{{i}}.parquet"
+def shard_name(run_id: str, writer: str, n: int) -> str:
+    """The file name of the ``n``-th shard one writer (a uuid) writes in a run."""
+    return f"shard-{run_id}-{writer}-{n:06d}.parquet"
 
 
 def run_shards(stage_uri: str, run_id: str) -> list[str]:

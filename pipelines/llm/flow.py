@@ -3,14 +3,16 @@
     input blocks (the driver's rows, each with its position) -> render into units (Ray workers)
     -> sort the units by prompt text -> ``Partition`` (per range: drop duplicate and cached
     requests, write the units whose answers are all cached) -> blocks of a shard -> backend
-    -> ``Collector`` (write the other units as their partition completes) -> response shards
+    -> ``Collector`` (write each block as a response shard; write the other units as their
+    partition completes)
 
 The sort is the one exchange: it puts every copy of a request, and requests that share a prefix,
 into one range, so duplicates are dropped within a block and the engine receives its requests in
-prompt order (a single input block needs no sort). The shards are Ray Data's ``write_parquet``
-sink, written as the responses arrive; the output rows are written by the two steps that
-assemble them, each file named by its partition, and the driver reads them back and puts them
-in input order by their positions (a scatter, not a sort). A plan, or a stage answered before on
+prompt order (a single input block needs no sort). The shards are written as the responses
+arrive; the output rows by ``Partition`` (the units answered from the cache) and ``Collector``
+(the others), in a file per partition, which the driver reads back and puts in input order by
+the rows' positions (a scatter, not a sort). Ray Data's ``write_parquet`` is no sink here: it
+removes the directory it created when it wrote no row, and ``Partition``'s files with it. A plan, or a stage answered before on
 the same inputs, stops after ``Partition``: no engine starts.
 """
 
@@ -24,9 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import ray
 import ray.data
-from ray.data.datasource import FilenameProvider
 
-from pipelines.llm import backends, cache
+from pipelines.llm import backends
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.partition import COUNTS, PART, PENDING, PLAN_COUNTS, Collector, Partition, StageWork
 from pipelines.llm.render import ORDER, ROW, SAMPLE, RequestRenderer
@@ -54,22 +55,9 @@ def stage_context() -> Iterator[None]:
         options.preserve_order, ctx.raise_original_map_exception, ctx.shuffle_strategy = saved
 
 
-class ShardNames(FilenameProvider):
-    """``shard-<epoch ms>-<run tag>-<write uuid>-<task>-<i>.parquet``: newest-wins order by name."""
-
-    def __init__(self, run_id: str):
-        super().__init__()
-        self.run_id = run_id
-
-    def get_filename_for_task(self, write_uuid: str, task_index: int) -> str:
-        return cache.shard_name(self.run_id, write_uuid, task_index)
-
-
-def execute(
-    rows: pa.Table, renderer: RequestRenderer, work: StageWork, llm: LLMConfig, stage_uri: str, run_id: str
-) -> None:
+def execute(rows: pa.Table, renderer: RequestRenderer, work: StageWork, llm: LLMConfig) -> None:
     """Run the stage over ``rows`` (see the module docstring): the output rows land in
-    ``work.output``, the new responses in shards of ``stage_uri`` named by ``run_id``."""
+    ``work.output``, the new responses in ``work.shards``."""
     rows = rows.append_column(ROW, pa.array(np.arange(rows.num_rows), pa.int64()))
     blocks = [rows.slice(start, INPUT_BLOCK_ROWS) for start in range(0, rows.num_rows, INPUT_BLOCK_ROWS)]
     units = ray.data.from_arrow(blocks).map_batches(renderer, batch_size=RENDER_BATCH, batch_format="pyarrow")
@@ -83,7 +71,7 @@ def execute(
     # engine answers the next ones (a killed stage keeps them)
     sized = pending.repartition(target_num_rows_per_block=max(llm.batch_size, llm.shard_size))
     answered = backends.apply_backend(sized, llm, carry=(PART, PENDING))
-    responses = answered.map_batches(
+    collected = answered.map_batches(
         Collector,
         fn_constructor_kwargs={"work": work},
         batch_size=None,
@@ -91,14 +79,7 @@ def execute(
         compute=ray.data.ActorPoolStrategy(size=1),
         num_cpus=0,
     )
-    fs, path = storage.filesystem(cache.responses_dir(stage_uri))
-    responses.write_parquet(
-        path,
-        filesystem=fs,
-        filename_provider=ShardNames(run_id),
-        min_rows_per_file=llm.shard_size,
-        max_rows_per_file=llm.shard_size,
-    )
+    collected.materialize()  # the collector returns nothing: it writes what it collects
 
 
 def read_output(uri: str, rows: int, samples: int) -> tuple[pa.Table, dict[str, int]]:

@@ -7,9 +7,10 @@ assembled there and written to the output; the others (*waiting* units) and the 
 they need are written to a scratch file of the partition, and its pending requests go on to the
 backend, sorted by prompt text and tagged with the partition and how many requests it sent.
 
-``Collector`` is the one actor after the backend: it passes each block of responses on to the
-shard writer and keeps them by partition; when a partition has all its responses, it reads the
-partition's scratch file, assembles its waiting units and writes them to the output.
+``Collector`` is the one actor after the backend: it writes each block of responses as a shard
+(the durable cache, as the responses arrive) and keeps them by partition; when a partition has
+all its responses, it reads the partition's scratch file, assembles its waiting units and
+writes them to the output.
 
 Output rows carry the unit's counts (``__n_requests``: its requests; ``__n_unique``: the keys it
 is the first to ask; ``__n_cached``: those answered from the cache; in a plan,
@@ -19,6 +20,7 @@ the stage's counts.
 
 from __future__ import annotations
 
+import uuid
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from pipelines.llm import cache
 from pipelines.llm.assemble import assemble_units
 from pipelines.llm.backends import responses_table
 from pipelines.llm.render import ROW, SAMPLE, RenderConfig, Tokenizing
@@ -72,6 +75,8 @@ class StageWork:
     render: RenderConfig
     output: Place  # the stage's output rows
     parts: Place  # the waiting units of each partition (scratch)
+    shards: Place  # the stage's response shards
+    run_id: str  # names this run's shards (``cache.shard_name``)
     index: Any = None  # ObjectRef of the ``cache.CacheIndex``, None without usable shards
     engine: bool = True  # False: every unit is written by ``Partition``, unanswered ones not run
     estimate: bool = False  # ``--plan``: count the pending requests' tokens
@@ -157,19 +162,25 @@ class Collector:
     def __init__(self, work: StageWork):
         self.work = work
         self.fresh: dict[int, list[pa.Table]] = defaultdict(list)
+        self.writer, self.written = uuid.uuid4().hex[:8], 0
 
     def __call__(self, batch: pa.Table) -> pa.Table:
+        work = self.work
         batch = responses_table(batch, carry=(PART, PENDING))
+        work.shards.write(
+            batch.select(RESPONSE_SCHEMA.names), cache.shard_name(work.run_id, self.writer, self.written)
+        )
+        self.written += 1
         parts = np.asarray(batch.column(PART))
         for part in np.unique(parts):
             rows = batch.filter(pa.array(parts == part))
             self.fresh[part].append(rows.select(RESPONSE_SCHEMA.names))
             if sum(t.num_rows for t in self.fresh[part]) == rows.column(PENDING)[0].as_py():
                 self.finish(int(part))
-        return batch.select(RESPONSE_SCHEMA.names)
+        return pa.table({})
 
     def finish(self, part: int) -> None:
-        """Assemble the waiting units of a partition that has all its answers."""
+        """Assemble and write the waiting units of a partition that has all its answers."""
         work = self.work
         units = work.parts.read(f"{part:012d}.units.parquet")
         cached = work.parts.read(f"{part:012d}.answers.parquet").cast(RESPONSE_SCHEMA)

@@ -28,9 +28,11 @@ from udfs.llm_rows import (
     OPTION_SEPARATOR,
     REQUEST_SCHEMA,
     SCORE,
+    keyed,
     merge_sampling,
     request_key,
     sample_seed,
+    sampling_key,
 )
 from udfs.prompts import Prompt, Rendered
 
@@ -132,6 +134,8 @@ class RequestRenderer(Tokenizing):
         self.stage, self.prompt = stage, prompt
         self.declared = output_of(stage, prompt)
         self.plans: dict[tuple, ChoicePlan] = {}
+        self.forms = _forms(self.declared)
+        self.greedy_keys: dict[str | None, str] = {}  # by declaration: the stage's greedy sampling key
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         units = _Units()
@@ -145,11 +149,8 @@ class RequestRenderer(Tokenizing):
         variables = stage.variables(record) if stage.variables else record
         text = self.prompt_text(prompt.render(variables))
         row_sampling = _row_sampling(record, stage.sampling_column)
-        declared = _row_mapping(record, stage.structured_column) or self.declared
-        structured = structured_form(declared)
-        # the cache key reads the declaration with sorted keys: the order of a schema's properties
-        # shapes the answer the engine writes, not whether a cached answer is valid for it
-        canonical = json.dumps(declared, sort_keys=True) if declared else None
+        declared = _row_mapping(record, stage.structured_column)
+        structured, canonical = _forms(declared) if declared else self.forms
         scripted = self.cfg.backend == "scripted"
         out.row_fields = {
             "prompt_id": prompt.id,
@@ -167,10 +168,24 @@ class RequestRenderer(Tokenizing):
                 for node in plan.nodes:
                     self.score_request(out, text, sampling, options, node)
             else:  # generate and verbalized
-                key_sampling = {**sampling, "structured": canonical} if canonical else sampling
-                key = request_key(self.cfg.model, GENERATE, text, key_sampling, [])
+                key = keyed(
+                    self.cfg.model, GENERATE, text, self.sampling_key(sampling, canonical, row_sampling), []
+                )
                 out.request(key, text, GENERATE, sampling, structured)
             out.unit(i, sample, sampling, options, plan_to_json(plan) if plan else None, structured, text)
+
+    def sampling_key(
+        self, sampling: dict[str, Any], canonical: str | None, row_sampling: dict[str, Any]
+    ) -> str:
+        """The sampling part of a generate request's key (``udfs.llm_rows.sampling_key``), the
+        declaration included; a greedy stage without per-row sampling has one per declaration."""
+        if row_sampling or sampling["temperature"] != 0:
+            return sampling_key(GENERATE, {**sampling, "structured": canonical} if canonical else sampling)
+        if canonical not in self.greedy_keys:
+            self.greedy_keys[canonical] = sampling_key(
+                GENERATE, {**sampling, "structured": canonical} if canonical else sampling
+            )
+        return self.greedy_keys[canonical]
 
     def plan(self, options: list[str], ends_with_space: bool) -> ChoicePlan:
         """The choice plan of an option set, built once per worker."""
@@ -287,6 +302,13 @@ def plan_from_json(text: str) -> ChoicePlan:
     )
     paths = tuple(tuple(tuple(step) for step in path) for path in data["paths"])
     return ChoicePlan(tuple(data["options"]), nodes, paths)
+
+
+def _forms(declared: dict[str, Any] | None) -> tuple[str | None, str | None]:
+    """A declaration as sent (``structured_form``) and as its cache key reads it: with sorted
+    keys, since the order of a schema's properties shapes the answer the engine writes, not
+    whether a cached answer is valid for it."""
+    return structured_form(declared), json.dumps(declared, sort_keys=True) if declared else None
 
 
 def structured_form(declared: dict[str, Any] | None) -> str | None:

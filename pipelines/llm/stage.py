@@ -227,6 +227,7 @@ class StageRunner:
         output_uri = storage.join(scratch if self.plan_only else uri, "output")
         try:
             shards = [] if self.force else cache.usable_shards(uri, stage.name)
+            run_id = cache.new_run_id()
             work = StageWork(
                 stage,
                 prompt,
@@ -234,14 +235,16 @@ class StageRunner:
                 render_cfg,
                 output=Place.of(output_uri),
                 parts=Place.of(storage.join(scratch, "parts")),
+                shards=Place.of(cache.responses_dir(uri)),
+                run_id=run_id,
                 index=cache.index_ref(shards),
                 engine=engine,
                 estimate=self.plan_only,
             )
             storage.delete(output_uri)
-            started, run_id = engine_starts(), cache.new_run_id()
+            started = engine_starts()
             with flow.stage_context():
-                flow.execute(rows, RequestRenderer(render_cfg, stage, prompt), work, self.llm, uri, run_id)
+                flow.execute(rows, RequestRenderer(render_cfg, stage, prompt), work, self.llm)
             table, counts = flow.read_output(output_uri, rows.num_rows, stage.samples)
             if engine:
                 pending = counts["__n_unique"] - counts["__n_cached"]

@@ -13,8 +13,8 @@ from udfs.llm_rows import RESPONSE_SCHEMA
 
 
 def _write_shard(uri: str, run_id: str, n: int, responses: pa.Table) -> None:
-    """A shard as the stage's Ray Data write names it (write uuid ``w``, task ``n``)."""
-    name = cache.shard_name(run_id, "w", n).format(i=0)
+    """A shard as the stage's collector names it (writer ``w``, its ``n``-th shard)."""
+    name = cache.shard_name(run_id, "w", n)
     storage.write_table(responses, storage.join(cache.responses_dir(uri), name))
 
 
