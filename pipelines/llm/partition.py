@@ -58,8 +58,13 @@ class Place:
         return Place(*storage.filesystem(uri))
 
     def write(self, table: pa.Table, name: str) -> None:
-        self.fs.create_dir(self.path, recursive=True)
-        pq.write_table(table, f"{self.path}/{name}", filesystem=self.fs)
+        """Write a Parquet file here, creating the directory if a write needs it (on S3 none
+        does, and each creation would be a request)."""
+        try:
+            pq.write_table(table, f"{self.path}/{name}", filesystem=self.fs)
+        except FileNotFoundError:
+            self.fs.create_dir(self.path, recursive=True)
+            pq.write_table(table, f"{self.path}/{name}", filesystem=self.fs)
 
     def read(self, name: str) -> pa.Table:
         return pq.read_table(f"{self.path}/{name}", filesystem=self.fs)
