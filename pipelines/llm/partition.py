@@ -81,6 +81,7 @@ class StageWork:
     output: Place  # the stage's output rows
     parts: Place  # the waiting units of each partition (scratch)
     shards: Place  # the stage's response shards
+    shard_size: int  # responses per shard
     run_id: str  # names this run's shards (``cache.shard_name``)
     index: Any = None  # ObjectRef of the ``cache.CacheIndex``, None without usable shards
     engine: bool = True  # False: every unit is written by ``Partition``, unanswered ones not run
@@ -172,10 +173,11 @@ class Collector:
     def __call__(self, batch: pa.Table) -> pa.Table:
         work = self.work
         batch = responses_table(batch, carry=(PART, PENDING))
-        work.shards.write(
-            batch.select(RESPONSE_SCHEMA.names), cache.shard_name(work.run_id, self.writer, self.written)
-        )
-        self.written += 1
+        responses = batch.select(RESPONSE_SCHEMA.names)
+        for start in range(0, responses.num_rows, work.shard_size):
+            name = cache.shard_name(work.run_id, self.writer, self.written)
+            work.shards.write(responses.slice(start, work.shard_size), name)
+            self.written += 1
         parts = np.asarray(batch.column(PART))
         for part in np.unique(parts):
             rows = batch.filter(pa.array(parts == part))

@@ -236,6 +236,7 @@ class StageRunner:
                 output=Place.of(output_uri),
                 parts=Place.of(storage.join(scratch, "parts")),
                 shards=Place.of(cache.responses_dir(uri)),
+                shard_size=self.llm.shard_size,
                 run_id=run_id,
                 index=cache.index_ref(shards),
                 engine=engine,
