@@ -71,10 +71,10 @@ def table(n: int) -> pa.Table:
     return pa.table({"country": [f"Country {i:06d}" for i in range(n)], "n": pa.array(range(n), pa.int64())})
 
 
-def run_stage(rows: pa.Table, root: str) -> tuple[float, pa.Table, int]:
+def run_stage(rows: pa.Table, root: str, llm: LLMConfig) -> tuple[float, pa.Table, int]:
     before = Executions.started
     started = time.perf_counter()
-    out = StageRunner(root, "bench", LLM).run(STAGE, rows)
+    out = StageRunner(root, "bench", llm).run(STAGE, rows)
     return time.perf_counter() - started, out, Executions.started - before
 
 
@@ -99,6 +99,14 @@ class Preprocess(Tokenizing):
         )
 
 
+class Engine(ScriptedEngine):
+    """The scripted engine, each answer with its row's own columns (a Processor keeps them)."""
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        answers = super().__call__(batch)
+        return answers.append_column("country", batch.column("country")).append_column("n", batch.column("n"))
+
+
 def postprocess(batch: pa.Table) -> pa.Table:
     """The baseline's postprocess: the parsed answer of each row."""
     answers = []
@@ -115,8 +123,8 @@ def run_bare(rows: pa.Table, root: str) -> tuple[float, pa.Table]:
     blocks = [rows.slice(start, BLOCK_ROWS) for start in range(0, rows.num_rows, BLOCK_ROWS)]
     ds = ray.data.from_arrow(blocks).map_batches(Preprocess(RenderConfig.of(LLM)), batch_format="pyarrow")
     ds = ds.map_batches(
-        ScriptedEngine,
-        fn_constructor_kwargs={"script": ship_script(LLM.script), "carry": ("country", "n")},
+        Engine,
+        fn_constructor_kwargs={"script": ship_script(LLM.script)},
         batch_size=LLM.batch_size,
         batch_format="pyarrow",
         compute=ray.data.ActorPoolStrategy(size=1),
@@ -137,17 +145,21 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--rows", type=int, default=20000, help="distinct input rows of the stage")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs of each side, alternating")
+    parser.add_argument(
+        "--shard-size", type=int, default=LLM.shard_size, help="the stage's requests per response shard"
+    )
     args = parser.parse_args(argv)
+    llm = LLM.replace(shard_size=args.shard_size)
 
     ensure_ray(LLM)
     ray.data.DataContext.get_current().custom_execution_callback_classes.append(Executions)
     rows = table(args.rows)
     with tempfile.TemporaryDirectory() as work:
-        run_stage(rows, f"{work}/warm-stage")
+        run_stage(rows, f"{work}/warm-stage", llm)
         run_bare(rows, f"{work}/warm-bare")
         stage_s, bare_s, executions = [], [], []
         for i in range(args.repeat):
-            seconds, ours, count = run_stage(rows, f"{work}/stage-{i}")
+            seconds, ours, count = run_stage(rows, f"{work}/stage-{i}", llm)
             stage_s.append(seconds)
             executions.append(count)
             seconds, bare = run_bare(rows, f"{work}/bare-{i}")
@@ -156,7 +168,7 @@ def main(argv: list[str] | None = None) -> None:
                 raise AssertionError("the stage and the baseline answered differently")
     stage, base = statistics.median(stage_s), statistics.median(bare_s)
     print(
-        f"{args.rows:,} rows, scripted backend (no model time), batch size {LLM.batch_size}, shards of {LLM.shard_size}"
+        f"{args.rows:,} rows, scripted backend (no model time), batch size {llm.batch_size}, shards of {llm.shard_size}"
     )
     print(f"{'':<10}{'median s':>10}   runs")
     print(f"{'stage':<10}{stage:>10.2f}   {', '.join(f'{s:.2f}' for s in stage_s)}")

@@ -2,9 +2,8 @@
 
     input blocks (the driver's rows, each with its position) -> render into units (Ray workers)
     -> sort the units by prompt text -> ``Partition`` (per range: drop duplicate and cached
-    requests, write the units whose answers are all cached) -> blocks of a shard -> backend
-    -> ``Collector`` (write each block as a response shard; write the other units as their
-    partition completes)
+    requests, write the units whose answers are all cached) -> backend -> ``Collector`` (write
+    the responses as shards as they arrive, and the other units as their partition completes)
 
 The sort is the one exchange: it puts every copy of a request, and requests that share a prefix,
 into one range, so duplicates are dropped within a block and the engine receives its requests in
@@ -12,8 +11,9 @@ prompt order (a single input block needs no sort). The shards are written as the
 arrive; the output rows by ``Partition`` (the units answered from the cache) and ``Collector``
 (the others), in a file per partition, which the driver reads back and puts in input order by
 the rows' positions (a scatter, not a sort). Ray Data's ``write_parquet`` is no sink here: it
-removes the directory it created when it wrote no row, and ``Partition``'s files with it. A plan, or a stage answered before on
-the same inputs, stops after ``Partition``: no engine starts.
+removes the directory it created when it wrote no row, and ``Partition``'s files with it. A
+plan, or a stage answered before on the same inputs, stops after ``Partition``: no engine
+starts.
 """
 
 from __future__ import annotations
@@ -67,19 +67,9 @@ def execute(rows: pa.Table, renderer: RequestRenderer, work: StageWork, llm: LLM
     if not work.engine:
         pending.materialize()
         return
-    # an engine task answers one block: blocks of a shard let the writer store shards while the
-    # engine answers the next ones (a killed stage keeps them)
-    sized = pending.repartition(target_num_rows_per_block=max(llm.batch_size, llm.shard_size))
-    answered = backends.apply_backend(sized, llm, carry=(PART, PENDING))
-    collected = answered.map_batches(
-        Collector,
-        fn_constructor_kwargs={"work": work},
-        batch_size=None,
-        batch_format="pyarrow",
-        compute=ray.data.ActorPoolStrategy(size=1),
-        num_cpus=0,
-    )
-    collected.materialize()  # the collector returns nothing: it writes what it collects
+    then = (Collector, {"work": work})
+    # the collector returns nothing: it writes the shards and the output rows
+    backends.apply_backend(pending, llm, then=then, carry=(PART, PENDING)).materialize()
 
 
 def read_output(uri: str, rows: int, samples: int) -> tuple[pa.Table, dict[str, int]]:

@@ -7,10 +7,10 @@ assembled there and written to the output; the others (*waiting* units) and the 
 they need are written to a scratch file of the partition, and its pending requests go on to the
 backend, sorted by prompt text and tagged with the partition and how many requests it sent.
 
-``Collector`` is the one actor after the backend: it writes each block of responses as a shard
-(the durable cache, as the responses arrive) and keeps them by partition; when a partition has
-all its responses, it reads the partition's scratch file, assembles its waiting units and
-writes them to the output.
+``Collector`` follows the backend (``backends.apply_backend``: in the engine's own actor for an
+in-process engine): it writes the responses as shards of ``shard_size`` as they arrive (the
+durable cache) and keeps them by partition; when a partition has all its responses, it reads
+the partition's scratch file, assembles its waiting units and writes them to the output.
 
 Output rows carry the unit's counts (``__n_requests``: its requests; ``__n_unique``: the keys it
 is the first to ask; ``__n_cached``: those answered from the cache; in a plan,
@@ -163,28 +163,39 @@ class Partition:
 
 
 class Collector:
-    """``map_batches`` UDF on a pool of one actor after the backend (see the module docstring)."""
+    """``map_batches`` UDF after the backend (see the module docstring), on one actor: a
+    partition's responses all reach the same one."""
 
     def __init__(self, work: StageWork):
         self.work = work
         self.fresh: dict[int, list[pa.Table]] = defaultdict(list)
+        self.unsaved: list[pa.Table] = []  # responses not in a shard yet
         self.writer, self.written = uuid.uuid4().hex[:8], 0
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        work = self.work
         batch = responses_table(batch, carry=(PART, PENDING))
-        responses = batch.select(RESPONSE_SCHEMA.names)
-        for start in range(0, responses.num_rows, work.shard_size):
-            name = cache.shard_name(work.run_id, self.writer, self.written)
-            work.shards.write(responses.slice(start, work.shard_size), name)
-            self.written += 1
+        self.unsaved.append(batch.select(RESPONSE_SCHEMA.names))
+        self.save(whole_shards_only=True)
         parts = np.asarray(batch.column(PART))
         for part in np.unique(parts):
             rows = batch.filter(pa.array(parts == part))
             self.fresh[part].append(rows.select(RESPONSE_SCHEMA.names))
             if sum(t.num_rows for t in self.fresh[part]) == rows.column(PENDING)[0].as_py():
+                self.save(whole_shards_only=False)
                 self.finish(int(part))
         return pa.table({})
+
+    def save(self, whole_shards_only: bool) -> None:
+        """Write the unsaved responses as shards of ``shard_size``; the rest too unless asked
+        for whole shards only (a partition is complete: its responses must all be durable)."""
+        size = self.work.shard_size
+        pending = pa.concat_tables(self.unsaved) if self.unsaved else RESPONSE_SCHEMA.empty_table()
+        end = pending.num_rows - pending.num_rows % size if whole_shards_only else pending.num_rows
+        for start in range(0, end, size):
+            name = cache.shard_name(self.work.run_id, self.writer, self.written)
+            self.work.shards.write(pending.slice(start, min(size, end - start)), name)
+            self.written += 1
+        self.unsaved = [pending.slice(end)] if end < pending.num_rows else []
 
     def finish(self, part: int) -> None:
         """Assemble and write the waiting units of a partition that has all its answers."""

@@ -48,17 +48,13 @@ PACKAGES = ("builtins", "pipelines", "udfs", "jobs")  # importable in every Ray 
 
 
 class ScriptedEngine:
-    """Answers request batches from the script (``udfs.llm_rows`` contract); the responses keep
-    the ``carry`` columns of their requests."""
+    """Answers request batches from the script (``udfs.llm_rows`` contract)."""
 
-    def __init__(self, script: Script, carry: tuple[str, ...] = ()):
-        self.script, self.carry = script, carry
+    def __init__(self, script: Script):
+        self.script = script
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        from pipelines.llm.backends import with_carried
-
-        answers = [self._answer(row) for row in batch.drop_columns(list(self.carry)).to_pylist()]
-        return with_carried(pa.Table.from_pylist(answers, schema=RESPONSE_SCHEMA), batch, self.carry)
+        return pa.Table.from_pylist([self._answer(row) for row in batch.to_pylist()], schema=RESPONSE_SCHEMA)
 
     def _answer(self, row: dict[str, Any]) -> dict[str, Any]:
         out = {
