@@ -3,8 +3,8 @@
 ``Partition`` takes one range of the stage's units, sorted by prompt text: every copy of a
 request is in it, so it keeps the first copy of each key, looks the keys up in the cache index
 and reads their cached answers, and splits its units. Units whose every answer is cached are
-assembled there and written to the output; the others (*waiting* units) and the cached answers
-they need are written to a scratch file of the partition, and its pending requests go on to the
+assembled there and written to the output; the others (*waiting* units) and the partition's
+cached answers are written to its scratch files, and its pending requests go on to the
 backend, sorted by prompt text and tagged with the partition and how many requests it sent.
 
 ``Collector`` follows the backend (``backends.apply_backend``: in the engine's own actor for an
@@ -104,27 +104,25 @@ class Partition:
         self.tokens = Tokenizing(work.render)
 
     def __call__(self, units: pa.Table) -> pa.Table:
-        import ray
-
         work = self.work
         if not units.num_rows:
             return PENDING_SCHEMA.empty_table()
         requests, unit_of = _requests(units)
         first = _first_copies(requests, units, unit_of)
         unique, owner = requests.take(pa.array(first)), unit_of[first]
-        index = ray.get(work.index) if work.index is not None else None
-        cached = index.answers(unique.column("request_key")) if index else RESPONSE_SCHEMA.empty_table()
+        cached = self.cached(unique.column("request_key"))
         is_cached = np.asarray(
             pc.is_in(unique.column("request_key"), value_set=cached.column("request_key")), bool
         )
         pending = unique.filter(pa.array(~is_cached))
-        n, keys = units.num_rows, units.column("__keys").combine_chunks()
-        counts = (np.diff(np.asarray(keys.offsets)), np.bincount(owner, minlength=n))
-        units = _with(
-            units, dict(zip(COUNTS, (*counts, np.bincount(owner[is_cached], minlength=n)), strict=True))
+        n = units.num_rows
+        counts = (
+            _lengths(units),
+            np.bincount(owner, minlength=n),
+            np.bincount(owner[is_cached], minlength=n),
         )
-        asks = pc.is_in(pc.list_flatten(keys), value_set=pending.column("request_key"))
-        waiting = np.bincount(unit_of, weights=np.asarray(asks, bool), minlength=n) > 0
+        units = _with(units, dict(zip(COUNTS, counts, strict=True)))
+        # a partition is named by its first unit's place in the output: the same in a retried task
         part = int(
             pc.min(pc.add(pc.multiply(units.column(ROW), work.stage.samples), units.column(SAMPLE))).as_py()
         )
@@ -133,20 +131,32 @@ class Partition:
                 units = _with(units, self.estimates(pending, owner[~is_cached], n))
             work.output.write(work.assemble(units, cached), f"part-{part:012d}-a.parquet")
             return PENDING_SCHEMA.empty_table()
-        ready = units.filter(pa.array(~waiting))
+        asks = np.asarray(
+            pc.is_in(pc.list_flatten(units.column("__keys")), value_set=pending.column("request_key")), bool
+        )
+        waiting = pa.array(np.bincount(unit_of, weights=asks, minlength=n) > 0)
+        ready = units.filter(pc.invert(waiting))
         if ready.num_rows:
             work.output.write(work.assemble(ready, cached), f"part-{part:012d}-a.parquet")
         if not pending.num_rows:
             return PENDING_SCHEMA.empty_table()
-        work.parts.write(units.filter(pa.array(waiting)), f"{part:012d}.units.parquet")
+        work.parts.write(units.filter(waiting), f"{part:012d}.units.parquet")
         work.parts.write(cached, f"{part:012d}.answers.parquet")
-        order = pc.sort_indices(pending, [("prompt_text", "ascending"), ("request_key", "ascending")])
-        pending = pending.take(order).append_column(
-            PART, pa.repeat(pa.scalar(part, pa.int64()), pending.num_rows)
+        pending = pending.take(
+            pc.sort_indices(pending, [("prompt_text", "ascending"), ("request_key", "ascending")])
         )
-        return pending.append_column(
-            PENDING, pa.repeat(pa.scalar(pending.num_rows, pa.int64()), pending.num_rows)
-        )
+        tags = {PART: part, PENDING: pending.num_rows}
+        for name, value in tags.items():
+            pending = pending.append_column(name, pa.repeat(pa.scalar(value, pa.int64()), pending.num_rows))
+        return pending
+
+    def cached(self, keys: pa.ChunkedArray) -> pa.Table:
+        """The cached answers of ``keys`` (none without a cache index)."""
+        import ray
+
+        if self.work.index is None:
+            return RESPONSE_SCHEMA.empty_table()
+        return ray.get(self.work.index).answers(keys)
 
     def estimates(self, pending: pa.Table, owner: np.ndarray, n: int) -> dict[str, np.ndarray]:
         """``--plan``: per unit, the estimated prompt tokens and the output budget of the pending
@@ -234,6 +244,11 @@ def _first_copies(requests: pa.Table, units: pa.Table, unit_of: np.ndarray) -> n
     starts = np.ones(len(keys), bool)
     starts[1:] = np.asarray(pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1)), bool)
     return order[starts]
+
+
+def _lengths(units: pa.Table) -> np.ndarray:
+    """Each unit's number of requests."""
+    return np.diff(np.asarray(units.column("__keys").combine_chunks().offsets))
 
 
 def _with(table: pa.Table, columns: dict[str, np.ndarray]) -> pa.Table:
