@@ -11,17 +11,22 @@ import itertools
 import json
 import math
 import re
+import sys
+import tempfile
+import uuid
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
-import pipelines.llm.flow as flow
+import pipelines.llm.stage as stage_module
 from pipelines.index import build as index_build
 from pipelines.index.config import Config as IndexConfig
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.ledger import REJECTED_SCHEMA, read_rejected
+from pipelines.llm.render import RequestRenderer
 from pipelines.prophet.config import Config
 from udfs import storage
 from udfs.eval_items import EVAL_ITEM_SCHEMA
@@ -174,46 +179,65 @@ def scripted(failures_dir: Path | None = None) -> LLMConfig:
     )
 
 
-def record_requests(mp: pytest.MonkeyPatch) -> dict[str, list[str]]:
-    """Wrap the stage runner's request step: the prompt of every unit is remembered by stage, and
-    the script also sees which stage and sample slot a request is for (``_stage``, ``_slot``),
-    written into the stage's requests where Ray Data reads them."""
-    seen: dict[str, list[str]] = {}
-    requests = flow.requests
+class RecordingRenderer(RequestRenderer):
+    """The stage runner's renderer, which also writes the prompt of every request it renders (a
+    file per batch: it runs in Ray workers) and tells the script which stage and sample slot a
+    request is for (``_stage``, ``_slot``, in the request's variables)."""
 
-    def recording(input_uri, units_uri, requests_uri, renderer, shards):
-        counts = requests(input_uri, units_uri, requests_uri, renderer, shards)
-        stage = renderer.stage
-        units = storage.read_table(units_uri)
-        units = units.sort_by([("__row", "ascending"), ("__sample", "ascending")])
-        files = storage.list_files(requests_uri, ".parquet")
-        tables = {f: storage.read_table(f) for f in files}
-        text_of = {
-            k: t
-            for table in tables.values()
-            for k, t in zip(table["request_key"].to_pylist(), table["prompt_text"].to_pylist(), strict=True)
-        }
-        extra_of = {}
-        for u in units.to_pylist():
-            slot = u.get("slot")
-            for key in u["__keys"]:
-                seen.setdefault(stage.name, []).append(text_of[key])
-                extra_of[key] = {"_stage": stage.name, "_slot": u["__sample"] if slot is None else slot}
-        for file, table in tables.items():
-            variables = [
-                json.dumps(json.loads(v) | extra_of[k])
-                for k, v in zip(
-                    table["request_key"].to_pylist(), table["variables_json"].to_pylist(), strict=True
+    directory = ""
+
+    def units(self, out, i, record):
+        before = len(out.take)
+        super().units(out, i, record)
+        slot = record.get("slot")
+        for unit in range(before, len(out.take)):
+            extra = {
+                "_stage": self.stage.name,
+                "_slot": out.columns["__sample"][unit] if slot is None else slot,
+            }
+            for n in range(out.offsets[unit], out.offsets[unit + 1]):
+                out.requests["variables_json"][n] = json.dumps(
+                    json.loads(out.requests["variables_json"][n]) | extra
                 )
-            ]
-            column = table.schema.get_field_index("variables_json")
-            storage.write_table(
-                table.set_column(column, "variables_json", pa.array(variables, pa.string())), file
-            )
-        return counts
 
-    mp.setattr(flow, "requests", recording)
-    return seen
+    def __call__(self, batch):
+        units = super().__call__(batch)
+        texts = [r["prompt_text"] for requests in units.column("__requests").to_pylist() for r in requests]
+        Path(self.directory, f"{self.stage.name}-{uuid.uuid4().hex}.json").write_text(json.dumps(texts))
+        return units
+
+
+class Recorded(Mapping):
+    """The prompts ``RecordingRenderer`` wrote, by stage name."""
+
+    def __init__(self, directory: str):
+        self.directory = Path(directory)
+
+    def _read(self) -> dict[str, list[str]]:
+        seen: dict[str, list[str]] = {}
+        for file in sorted(self.directory.glob("*.json")):
+            seen.setdefault(file.name.rsplit("-", 1)[0], []).extend(json.loads(file.read_text()))
+        return seen
+
+    def __getitem__(self, stage: str) -> list[str]:
+        return self._read()[stage]
+
+    def __iter__(self):
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())
+
+
+def record_requests(mp: pytest.MonkeyPatch) -> Recorded:
+    """Render every stage with ``RecordingRenderer``; returns the prompts it recorded."""
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # test modules do not import in workers
+    directory = tempfile.mkdtemp(prefix="prompts-")
+    mp.setattr(RecordingRenderer, "directory", directory)
+    mp.setattr(stage_module, "RequestRenderer", RecordingRenderer)
+    return Recorded(directory)
 
 
 def flaky() -> LLMConfig:
