@@ -24,10 +24,11 @@ from typing import Any
 
 import ray
 
+from pipelines import builders
 from pipelines.benchmarks import plain
 from pipelines.evaluate import report
 from pipelines.evaluate.context import (
-    PAPER_RETRIEVAL,
+    IMPORTED_RETRIEVAL,
     RETRIEVERS,
     Corpus,
     RetrievalConfig,
@@ -62,6 +63,12 @@ from udfs.report import RunSummary, combined_table
 from udfs.schemas import ARTICLES
 
 log = logging.getLogger("augury.evaluate")
+
+
+def paper_retrieval() -> dict[str, RetrievalConfig]:
+    """The papers' retrieval settings per benchmark: the imported benchmarks' and the ones every
+    registered builder declares."""
+    return {**IMPORTED_RETRIEVAL, **builders.retrieval()}
 
 
 @dataclass(frozen=True)
@@ -118,7 +125,7 @@ class Config(RunOptions):
     )
     background_words: int = option(200, help="each background line cut to its first N words", min=1)
     model_cutoff: dt.date | None = option(None, help="the forecaster's knowledge cutoff (R3)")
-    retrieval: dict[str, RetrievalConfig] = field(default_factory=lambda: dict(PAPER_RETRIEVAL))
+    retrieval: dict[str, RetrievalConfig] = field(default_factory=paper_retrieval)
     # open tasks answered in a few words (answer judge, BLEU, METEOR): OpenForecast AQA, TLB open forecasts
     open_answer_tasks: tuple[str, ...] = ("aqa", "forecast_open")
     lrae_evidence_k: int = 5

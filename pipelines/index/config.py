@@ -25,8 +25,18 @@ class Config:
         help="also index passages of at most N words per article, one table each "
         "(100: the judge's evidence, 512: TCELongBench's chunks); empty: none",
     )
-    batch_size: int = option(256, min=1, help="articles per embedding batch")
-    embed_actors: int = option(1, min=1, help="embedding actors (Ray Data actor pool size)")
+    batch_size: int = option(
+        256,
+        min=1,
+        help="documents (articles or passages) per embedding call: each call stays short whatever "
+        "the articles' length",
+    )
+    embed_actors: int = option(
+        0,
+        min=0,
+        help="embedding actors (Ray Data actor pool size); 0: from one up to one per CPU of the "
+        "cluster but one (at most this machine's cores when Ray runs locally)",
+    )
     embed_gpus: float = option(0.0, min=0, help="GPUs per embedding actor (0: CPU)")
 
     def __post_init__(self) -> None:

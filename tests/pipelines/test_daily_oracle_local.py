@@ -15,9 +15,11 @@ import pytest
 from pipelines.daily_oracle import Config, run
 from pipelines.daily_oracle.articles import select_articles
 from pipelines.daily_oracle.outputs import read_table
-from pipelines.daily_oracle.stages import QA_FORM, declared
+from pipelines.daily_oracle.stages import QA_FORM
+from pipelines.llm.attempts import answer_budget, below_cap
 from pipelines.llm.config import LLMConfig
 from udfs import storage
+from udfs.daily_oracle import outputs
 from udfs.daily_oracle.questions import output_problems
 from udfs.llm_parsing import check_output
 from udfs.prompts import load_prompt
@@ -57,7 +59,8 @@ def test_the_local_model_writes_questions_whose_answers_validate(root_with_corpu
     assert by_name["questions"].rows_read == 4
     for stage in ("summary", "qa", "distractors"):
         for row in _stage_rows(root_with_corpus, stage):
-            form = json.loads(row[QA_FORM]) if stage == "qa" else declared(row["prompt_id"], CAP)
+            sent = below_cap(row["prompt_id"], outputs.fitted)(answer_budget(row["prompt_id"], CAP))
+            form = json.loads(row[QA_FORM]) if stage == "qa" else sent
             check_output(form or load_prompt(row["prompt_id"]).output, row["raw_text"])
             assert row["parse_ok"] and row["model"] == "gemma-3-270m", (stage, row["parse_error"])
     for row in _stage_rows(root_with_corpus, "filter"):  # cut by the cap: a parse failure, no engine error
@@ -79,7 +82,7 @@ def test_the_local_model_writes_questions_whose_answers_validate(root_with_corpu
         assert output_problems(row, "choice_a" in row) == []
 
     again = run(cfg)
-    assert again.days_skipped == [D18] and again.requests_computed == 0
+    assert again.details["days_skipped"] == [D18] and again.requests_computed == 0
     selected = read_table(root_with_corpus, "selection").to_pylist()
     picks, _ = select_articles(cfg, [D18])
     assert sorted((r["article_id"], r["selection"], r["draw_seed"]) for r in selected) == sorted(

@@ -1,0 +1,157 @@
+"""The sixth builder of docs/writing_a_builder.md (``tests/example_builder``, shown file by file in
+the doc): its package, its prompt and one registry line are all it takes. Registered, it runs
+through the one driver, writes its tables, rejected rows, items and dataset card, and the audit
+(its event key) and the evaluation (its retrieval settings) read it from the registry; no other
+file of the kit names it. A run whose counts do not reconcile writes nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+import udfs.prompts
+from pipelines import builders
+from pipelines.audit import run as audit_run
+from pipelines.evaluate import run as evaluate
+from pipelines.evaluate.context import RetrievalConfig
+from pipelines.llm.config import LLMConfig
+from pipelines.llm.ledger import read_rejected
+from pipelines.llm.scripted import ship_script
+from udfs import storage
+from udfs.layout import Layout
+
+pytestmark = [pytest.mark.ray]
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGE = REPO / "tests" / "example_builder"
+DOC = REPO / "docs" / "writing_a_builder.md"
+REGISTRY_LINE = "tests.example_builder"  # what the doc adds to pipelines.builders.MODULES
+_FILE_BLOCK = re.compile(r"```\w*\n# (tests/example_builder/\S+)\n(.*?)```", re.S)
+
+
+def ask(variables: dict) -> str:
+    """The scripted model: a question from each headline, except one answer that is none."""
+    if "Ferry" in variables["title"]:
+        return " Ferries, probably."
+    return f" Will the news '{variables['title'].lower()}' hold by the end of {variables['month_year']}?"
+
+
+def forecaster(variables: dict) -> dict[str, float]:
+    return {"Yes": 0.7, "No": 0.3}
+
+
+@pytest.fixture
+def root(toy_index, tmp_path) -> str:
+    """A copy of the toy articles and their index (``toy_index``), for the example to build on."""
+    return str(shutil.copytree(toy_index, tmp_path / "root"))
+
+
+@pytest.fixture
+def register(monkeypatch, tmp_path):
+    """The example's one registry line, and its prompt where prompts live (``prompts/<group>/``:
+    a prompts directory of the kit's groups and the example's)."""
+
+    def apply() -> builders.Builder:
+        monkeypatch.setattr(builders, "MODULES", (*builders.MODULES, REGISTRY_LINE))
+        prompts = tmp_path / "prompts"
+        prompts.mkdir()
+        for group in udfs.prompts.PROMPTS_DIR.iterdir():
+            (prompts / group.name).symlink_to(group)
+        (prompts / "example").symlink_to(PACKAGE / "prompts" / "example")
+        monkeypatch.setattr(udfs.prompts, "PROMPTS_DIR", prompts)
+        builder = builders.get("example")
+        assert builder is not None
+        return builder
+
+    return apply
+
+
+def test_the_doc_shows_the_example_builder_file_by_file():
+    blocks = {path: text for path, text in _FILE_BLOCK.findall(DOC.read_text())}
+    files = {
+        p.relative_to(REPO).as_posix()
+        for p in PACKAGE.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+    assert set(blocks) == files
+    for path, text in blocks.items():
+        assert text == (REPO / path).read_text(), path
+    assert f'"{REGISTRY_LINE}",' in DOC.read_text()  # the registry line the doc adds
+
+
+def test_one_registry_line_puts_the_example_in_the_driver_the_audit_the_evaluation_and_its_card(
+    root, register
+):
+    assert builders.get("example") is None  # not registered: unknown to the kit
+    builder = register()
+    config = builder.config(
+        root=root,
+        llm=LLMConfig(backend="scripted", script=ship_script({"example.question": ask})),
+        min_title_words=4,
+    )
+    result = builder.run(config)
+
+    # the driver: tables, rejected rows, items and the card, counts reconciled
+    questions = result.tables["questions"].to_pylist()
+    assert len(questions) >= 5 and all(q["question"].startswith("Will ") for q in questions)
+    assert {q["split"] for q in questions} == {"train", "test"}
+    assert all(s.reconciles for s in result.summaries)
+    rejected = read_rejected(root, "example").to_pylist()
+    reasons = {(r["stage"], r["reason"]) for r in rejected}
+    assert reasons == {("headlines", "short_title"), ("question", "parse_error")}
+    items = storage.read_table(Layout(root).benchmark("example", "eval_items")).to_pylist()
+    assert len(items) == len(questions) == result.card["counts"]["questions"]
+    card = storage.read_json(Layout(root).benchmark("example", "dataset_card.json"))
+    assert card["benchmark"] == "example" and card["prompt_versions"] == {"question": "example.question@v1"}
+    assert card["counts"]["rejected"] == len(rejected) == 2
+    assert card["llm_cost"]["stages"]["example/question"]["rows"] == len(questions) + 1
+    assert storage.exists(Layout(root).benchmark("example", "dataset_card.md"))
+
+    # the audit: its split check goes through the event key the example declares
+    report = audit_run.run(audit_run.Config(root=root))
+    (example,) = [a for a in report.benchmarks if a.name == "example"]
+    assert "split_overlap" not in example.skipped and example.tallies["split_overlap"].checked == len(items)
+    assert "event = source article (article_id of questions)" in example.notes
+    assert report.violations == 0
+
+    # the evaluation: its items are retrieved with the settings the example declares (k = 2)
+    assert evaluate.Config(root=root).retrieval["example"] == RetrievalConfig(k=2, doc_words=50)
+    outcome = evaluate.run(
+        evaluate.Config(
+            root=root,
+            llm=LLMConfig(backend="scripted", script=ship_script({"evaluate.forecast_choice": forecaster})),
+            benchmarks=("example",),
+            modes=("retrieval",),
+        )
+    )
+    retrieved = [r for r in outcome.results if r["benchmark"] == "example" and r["mode"] == "retrieval"]
+    assert len(retrieved) == len(items)
+    assert all(len(r["retrieved_ids"]) <= 2 for r in retrieved)
+    assert any(
+        r["n_eligible"] > 2 and len(r["retrieved_ids"]) == 2 for r in retrieved
+    )  # k = 5 would show more
+
+
+def test_a_run_whose_counts_do_not_reconcile_writes_nothing(root, register):
+    builder = register()
+
+    def miscount(b: builders.Build, s) -> None:
+        step = b.ledger.step("miscount")
+        step.rows_read += len(s.questions)  # read, never kept nor dropped
+
+    broken = dataclasses.replace(builder, steps=(*builder.steps, miscount))
+    config = builder.config(
+        root=root, llm=LLMConfig(backend="scripted", script=ship_script({"example.question": ask}))
+    )
+    with pytest.raises(AssertionError, match=r"counts do not reconcile in .*example/miscount"):
+        builders.build(broken, config)
+    assert not storage.exists(Layout(root).benchmark("example"))  # no table, rejected row, item or card
+
+    result = builders.build(builder, config)  # the same run without the miscount writes them all
+    assert result.tables["questions"].num_rows > 0 and storage.exists(
+        Layout(root).benchmark("example", "eval_items")
+    )
