@@ -29,6 +29,7 @@ PROBLEMS = (
     "empty_choice",
     "duplicate_choices",
     "answer_in_question",  # the gold answer is stated in the question
+    "off_source",  # about something its source text never mentions
 )
 
 
@@ -63,6 +64,14 @@ class QualityOptions:
         min=0.0,
         max=1.0,
     )
+    min_source_overlap: float = option(
+        0.25,
+        flag="--quality-min-source-overlap",
+        help="a generated question fewer than this share of whose content words (by their first five "
+        "letters) occur in the text it was written from is off its source",
+        min=0.0,
+        max=1.0,
+    )
     near_duplicate: float = option(
         0.8,
         flag="--quality-near-duplicate",
@@ -91,11 +100,13 @@ _INTERROGATIVE_TEXT = """will would shall should can could may might must is are
     what who whom whose which when where why how whether"""
 _INTERROGATIVES = frozenset(_INTERROGATIVE_TEXT.split())
 # an answer label or a prompt's field name written into the text: "Answer 2", "Question:",
-# "Keypoint:", "(b) ..." as an option line, "Noising Answers"
+# "Keypoint:", "(b) ..." as an option line, "Noising Answers", the question speaking of its own
+# answer ("What will the answer be", a quoted "Yes" or "What will")
 _RESIDUE = re.compile(
     r"\b(?:question|answer|option|choice)\s*#?\d+\b"
     r"|\b(?:questions?|answers?|key\s*points?|summary|background|options?|choices?|reasoning)\s*\d*\s*:"
-    r"|^\s*[qa]\s*\d*\s*[:.)]\s|\bnoising\s+answers?\b|^\s*\([a-e]\)\s",
+    r"|^\s*[qa]\s*\d*\s*[:.)]\s|\bnoising\s+answers?\b|^\s*\([a-e]\)\s"
+    r"|\bthe\s+answer\s+(?:be|is|will)\b|[\"“]\s*(?:yes|no|what will|who will)\s*[\"”]",
     re.IGNORECASE | re.MULTILINE,
 )
 _PLACEHOLDER = re.compile(
@@ -160,6 +171,19 @@ def _phrase_in(phrase: str, text: str) -> bool:
     return bool(p) and f" {p} " in f" {t} "
 
 
+def stems(text: str) -> set[str]:
+    """The first five letters of each content word: "refugees" and "refugee", "noticed" and
+    "notice" meet (a crude, language-blind stem)."""
+    return {w[:5] for w in content_words(text)}
+
+
+def off_source(question: str, source: str, options: QualityOptions = DEFAULTS) -> bool:
+    """Too few of the question's content words occur in the text it was written from: the model
+    asked about something else (a few-shot example's story, an invented scene)."""
+    asked = stems(question)
+    return bool(asked) and len(asked & stems(source)) / len(asked) < options.min_source_overlap
+
+
 def answer_stated(question: str, answer: str, choices: Sequence[str] | None) -> bool:
     """The gold answer (not a bare yes/no, with a content word) appears in the question while no
     other choice does: the question gives itself away."""
@@ -176,13 +200,15 @@ def question_problems(
     *,
     asks: bool = True,
     examples: Sequence[str] = (),
+    source: str | None = None,
     options: QualityOptions = DEFAULTS,
 ) -> list[str]:
     """Every problem of one item's text, as names from ``PROBLEMS`` in that order (empty: none).
 
     ``choices`` are the item's options (yes/no included), ``answer`` its gold text; ``asks``
     says the text must ask something (yes/no and multiple-choice questions), unlike an ordering
-    instruction; ``examples`` are the texts of the prompts that generated it."""
+    instruction; ``examples`` are the texts of the prompts that generated it; ``source`` is the
+    text it was written from (an article, a key point), when the builder knows it."""
     text = (question or "").strip()
     found = set()
     if loops(text, options):
@@ -208,6 +234,8 @@ def question_problems(
             found.add("duplicate_choices")
     if answer and answer_stated(text, answer, choices):
         found.add("answer_in_question")
+    if source is not None and off_source(text, source, options):
+        found.add("off_source")
     return [p for p in PROBLEMS if p in found]
 
 
@@ -239,6 +267,7 @@ def item_problems(
     *,
     fixed: Sequence[re.Pattern[str]] = (),
     examples: Sequence[str] = (),
+    source: str | None = None,
     options: QualityOptions = DEFAULTS,
 ) -> list[str]:
     """``question_problems`` of one evaluation item (``udfs.eval_items``): its question, choices
@@ -251,10 +280,12 @@ def item_problems(
     template = next((m for p in fixed if (m := p.fullmatch(question))), None)
     if template is None:
         asks = item.get("type") != "ordering"
-        return question_problems(question, choices, answer, asks=asks, examples=examples, options=options)
+        return question_problems(
+            question, choices, answer, asks=asks, examples=examples, source=source, options=options
+        )
     generated = template.groupdict().get("generated")
     found = (
-        set(question_problems(generated, asks=False, examples=examples, options=options))
+        set(question_problems(generated, asks=False, examples=examples, source=source, options=options))
         if generated
         else set()
     )

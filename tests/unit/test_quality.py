@@ -13,7 +13,8 @@ import pytest
 from udfs import quality
 from udfs.quality import PROBLEMS, QualityOptions, item_problems, near_duplicates, question_problems
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "quality"
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "quality"
 GOOD = "Will the European Central Bank raise its main refinancing rate by October 2022?"
 
 # one case per problem: the text breaks that rule (and the test asserts the rule names it)
@@ -45,7 +46,41 @@ def test_each_rule_names_its_problem(problem: str) -> None:
 
 
 def test_every_problem_has_a_case() -> None:
-    assert set(CASES) | {"copied_example"} == set(PROBLEMS)
+    assert set(CASES) | {"copied_example", "off_source"} == set(PROBLEMS)
+
+
+def test_off_source_needs_the_source_text() -> None:
+    article = "Hungarian police stopped a train carrying several hundred migrants west of Budapest."
+    invented = "Why were the two cars parked on the left side of the road?"
+    assert "off_source" in question_problems(invented, source=article)
+    assert question_problems(invented) == []  # no source: no verdict
+    about = "Why did the Hungarian police stop the train of migrants near Budapest?"
+    assert "off_source" not in question_problems(about, source=article)
+    # word forms meet: "refugees" / "refugee", "noticed" / "notice"
+    assert quality.stems("refugees noticed") == quality.stems("refugee notice")
+
+
+def test_embedded_model_degenerate_answers_are_flagged() -> None:
+    """The embedded model's real questions, labelled by hand: at least 95% of the degenerate ones
+    are flagged (with the prompt's text and the source they were written from), none of the
+    sound ones."""
+    items = json.loads((FIXTURES / "embedded_model.json").read_text())["items"]
+    prompts = {
+        p: (ROOT / "prompts" / p.replace(".", "/", 1)).with_suffix(".yaml").read_text()
+        for p in {i["prompt"] for i in items}
+    }
+    found = {
+        i["question"]: question_problems(
+            i["question"], answer=i["answer"], examples=[prompts[i["prompt"]]], source=i["source"]
+        )
+        for i in items
+    }
+    bad = [i["question"] for i in items if i["degenerate"]]
+    good = [i["question"] for i in items if not i["degenerate"]]
+    assert len(bad) >= 30 and good
+    missed = [q for q in bad if not found[q]]
+    assert len(missed) <= 0.05 * len(bad), missed
+    assert {q: found[q] for q in good if found[q]} == {}
 
 
 def test_copied_example_needs_the_prompts_text() -> None:
@@ -74,6 +109,8 @@ def test_residue_forms() -> None:
         "Answer 2 will be the mayor of Chicago by May 2024?",
         "Keypoint: The mayor resigned.",
         "(b) The mayor resigns.",
+        'Will the answer be "Yes" or "No" by May 2024?',  # the question speaks of its own answer
+        "What will the answer be in January 1995?",
     ):
         assert "template_residue" in question_problems(text)
     # a plain mention of a question or an answer is fine
@@ -91,7 +128,12 @@ def test_not_a_question_only_when_it_must_ask() -> None:
 
 
 def test_yes_no_answers_are_never_stated_answers() -> None:
-    assert question_problems("Will the Chicago city council say yes to the stadium plan by May 2024?", ["Yes", "No"], "Yes") == []
+    assert (
+        question_problems(
+            "Will the Chicago city council say yes to the stadium plan by May 2024?", ["Yes", "No"], "Yes"
+        )
+        == []
+    )
 
 
 def test_thresholds_are_options() -> None:
