@@ -41,6 +41,18 @@ def _shares(counts: Counter[Any]) -> dict[str, dict[str, float]]:
     return {str(k): {"n": n, "share": round(n / total, 3)} for k, n in sorted(counts.items(), key=str)}
 
 
+OPENER_SECOND = frozenset(("will", "many", "much", "did", "does", "is", "was"))
+TOP_OPENERS = 6
+
+
+def opener(question: str) -> str:
+    """How a question opens, as the papers count it: "What will", "How many", "Who", "Will"."""
+    first = question.split()[:2]
+    if len(first) == 2 and first[1].casefold() in OPENER_SECOND and first[0].casefold() != "will":
+        return f"{first[0].capitalize()} {first[1].casefold()}"
+    return first[0].capitalize() if first else ""
+
+
 def quality_section(
     items: pa.Table,
     rejected: Mapping[str, int],
@@ -78,6 +90,12 @@ def quality_section(
     categories = Counter(r.get("category") for r in rows if r.get("category"))
     if categories:
         section["category_mix"] = _shares(categories)
+    openers = Counter(opener(r["question"]) for r in rows if r["type"] != "ordering" and r["question"])
+    if openers:
+        total = sum(openers.values())
+        section["question_openers"] = {
+            k: {"n": n, "share": round(n / total, 3)} for k, n in openers.most_common(TOP_OPENERS)
+        }
     section["question_words"] = _spread([float(len(words(r["question"] or ""))) for r in rows])
     horizons = [
         (r["t_resolve"] - r["t_cut"]) / dt.timedelta(days=1)
@@ -111,6 +129,7 @@ def quality_markdown(section: Mapping[str, Any]) -> list[str]:
         ("gold_option_position", "gold option position"),
         ("binary_outcome_balance", "binary outcomes (1 = happened)"),
         ("category_mix", "categories"),
+        ("question_openers", "question openers"),
     ):
         if key in section:
             lines.append(

@@ -136,6 +136,7 @@ QUALITY_TITLES = {
     "gold_option_position": "gold option position",
     "binary_outcome_balance": "binary outcomes (1 = happened)",
     "category_mix": "categories",
+    "question_openers": "question openers",
     "question_words": "question length (words)",
     "horizon_days": "horizon t_resolve − t_cut (days)",
     "items_per_source": "items per source article or event",
