@@ -3,7 +3,7 @@
 Every item a run makes is checked (``udfs.quality.item_problems``) after the builder's
 ``finish`` and before anything is written. An item with a finding becomes a rejected row of the
 ``quality`` step with reason ``quality_<first finding>`` (all findings in its detail); of items
-of one task that say nearly the same thing, the earliest (by cutoff) is kept and the rest are rejected as
+of one task with the same answer that say nearly the same thing, the earliest (by cutoff) is kept and the rest are rejected as
 ``quality_near_duplicate``. The rejected items leave ``eval_items`` and the builder's question
 tables (``Builder.event``: the tables whose id column holds an item's ``source_id``) alike.
 Items of earlier runs (Daily Oracle's days built before) were checked when they were made: they
@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from udfs.card_quality import NEAR_DUPLICATE
 from udfs.prompts import load_prompt
-from udfs.quality import dedup_text, item_problems, near_duplicates
+from udfs.quality import dedup_text, item_problems, near_duplicates, words
 from udfs.report import RunSummary
 
 if TYPE_CHECKING:
@@ -77,13 +77,14 @@ def gate(builder: Builder[Any, Any], b: Build[Any], out: Outputs) -> Outputs:
             )
             if found:
                 problems[i] = [f"quality_{p}" for p in found]
-    # per task (two tasks of one event may share their options): earlier runs' items first,
-    # then this run's by cutoff; a flagged item is no one's original
-    tasks: dict[str, list[int]] = {}
+    # among items of one task with the same answer (two tasks of one event may share their
+    # options; the same options with another answer ask something else): earlier runs' items
+    # first, then this run's by cutoff; a flagged item is no one's original
+    groups: dict[tuple[str, str], list[int]] = {}
     for i in sorted(range(len(out.items)), key=lambda i: (is_new[i], out.items[i]["t_cut"], i)):
         if i not in problems:
-            tasks.setdefault(out.items[i]["task"], []).append(i)
-    for order in tasks.values():
+            groups.setdefault((out.items[i]["task"], answer_key(out.items[i])), []).append(i)
+    for order in groups.values():
         texts = [
             dedup_text(*(out.items[i].get(k) for k in ("question", "choices", "gold_texts"))) for i in order
         ]
@@ -101,6 +102,14 @@ def gate(builder: Builder[Any, Any], b: Build[Any], out: Outputs) -> Outputs:
     b.ledger.close(step)
     rejected = [out.items[i].get("source_id") for i in problems]
     return dataclasses.replace(out, items=kept, tables=_without(builder, out.tables, rejected))
+
+
+def answer_key(item: dict[str, Any]) -> str:
+    """An item's gold answer as one string: its gold option, texts, order or value."""
+    choices, gold = item.get("choices"), item.get("gold_index")
+    if choices and gold is not None:
+        return " ".join(words(choices[gold]))
+    return repr([item.get(k) for k in ("gold_texts", "gold_order", "gold_value")])
 
 
 def _reject(b: Build[Any], step: RunSummary, item: dict[str, Any], found: list[str]) -> None:
