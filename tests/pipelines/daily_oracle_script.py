@@ -4,7 +4,9 @@ faults, the run's Config, and the helpers that read a root's files, shards and r
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -13,7 +15,7 @@ import pytest
 from pipelines.daily_oracle import Config
 from pipelines.daily_oracle.stages import STAGES
 from pipelines.llm.config import LLMConfig
-from pipelines.llm.stage import StageRunner
+from pipelines.llm.render import RequestRenderer
 from udfs import storage
 from udfs.daily_oracle.parsing import FILTER_HEADINGS
 
@@ -107,22 +109,28 @@ def shard_files(root: str) -> dict[str, bytes]:
     return {f: storage.read_bytes(f) for f in files if "/responses/" in f}
 
 
-def engine_error_for(stage_name: str, marker: str):
-    """``StageRunner._execute`` whose request of ``stage_name`` for the article containing
-    ``marker`` goes out under a prompt id the script lacks: the engine answers with an error."""
-    execute = StageRunner._execute
+class FailingRenderer(RequestRenderer):
+    """The stage runner's renderer, except that the requests of stage ``stage_name`` whose prompt
+    contains ``marker`` go out under a prompt id the script lacks: the engine answers them with
+    an error. (It runs in Ray workers: its settings are instance fields.)"""
 
-    def failing(self, stage, uri, requests_uri, pending, summary):
-        if stage.name == stage_name:  # rewrite the stage's pending requests where Ray Data reads them
-            for file in storage.list_files(requests_uri, ".parquet"):
-                table = storage.read_table(file)
-                texts, ids = table["prompt_text"].to_pylist(), table["prompt_id"].to_pylist()
-                ids = ["unscripted" if marker in t else p for t, p in zip(texts, ids, strict=True)]
-                column = table.schema.get_field_index("prompt_id")
-                storage.write_table(table.set_column(column, "prompt_id", pa.array(ids, pa.string())), file)
-        return execute(self, stage, uri, requests_uri, pending, summary)
+    def __init__(self, *args: Any, stage_name: str, marker: str, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.stage_name, self.marker = stage_name, marker
 
-    return failing
+    def units(self, out, i, record):
+        first = len(out.requests["prompt_id"])
+        super().units(out, i, record)
+        if self.stage.name == self.stage_name:
+            ids, texts = out.requests["prompt_id"], out.requests["prompt_text"]
+            for n in range(first, len(ids)):
+                if self.marker in texts[n]:
+                    ids[n] = "unscripted"
+
+
+def engine_error_for(stage_name: str, marker: str) -> functools.partial:
+    """The renderer to patch over ``pipelines.llm.stage.RequestRenderer`` (``FailingRenderer``)."""
+    return functools.partial(FailingRenderer, stage_name=stage_name, marker=marker)
 
 
 def no_engine(*args, **kwargs):

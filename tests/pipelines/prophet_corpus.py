@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import hashlib
 import itertools
 import json
 import math
 import re
-import sys
 import tempfile
 import uuid
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -181,10 +182,12 @@ def scripted(failures_dir: Path | None = None) -> LLMConfig:
 
 class RecordingRenderer(RequestRenderer):
     """The stage runner's renderer, which also writes the prompt of every request it renders (a
-    file per batch: it runs in Ray workers) and tells the script which stage and sample slot a
-    request is for (``_stage``, ``_slot``, in the request's variables)."""
+    file per batch into ``directory``: it runs in Ray workers) and tells the script which stage
+    and sample slot a request is for (``_stage``, ``_slot``, in the request's variables)."""
 
-    directory = ""
+    def __init__(self, *args: Any, directory: str, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.directory = directory  # an instance field: it travels with the renderer to workers
 
     def units(self, out, i, record):
         before = len(out.take)
@@ -231,12 +234,8 @@ class Recorded(Mapping):
 
 def record_requests(mp: pytest.MonkeyPatch) -> Recorded:
     """Render every stage with ``RecordingRenderer``; returns the prompts it recorded."""
-    import cloudpickle
-
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # test modules do not import in workers
     directory = tempfile.mkdtemp(prefix="prompts-")
-    mp.setattr(RecordingRenderer, "directory", directory)
-    mp.setattr(stage_module, "RequestRenderer", RecordingRenderer)
+    mp.setattr(stage_module, "RequestRenderer", functools.partial(RecordingRenderer, directory=directory))
     return Recorded(directory)
 
 

@@ -17,12 +17,12 @@ import pyarrow as pa
 import pytest
 
 import pipelines.llm.backends as backends
+import pipelines.llm.stage as stage_module
 from pipelines.daily_oracle import run
 from pipelines.daily_oracle.articles import select_articles
 from pipelines.daily_oracle.days import day_uri
 from pipelines.daily_oracle.outputs import read_table
 from pipelines.daily_oracle.stages import STAGES
-from pipelines.llm.stage import StageRunner
 from tests.pipelines.daily_oracle_script import (
     D15,
     D16,
@@ -50,7 +50,7 @@ def built(corpus_root, ray_local, tmp_path_factory):
     root = str(tmp_path_factory.mktemp("daily_oracle") / "root")
     shutil.copytree(corpus_root, root)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(StageRunner, "_execute", engine_error_for("qa", "Sterigenics"))
+        patch.setattr(stage_module, "RequestRenderer", engine_error_for("qa", "Sterigenics"))
         broken = run(config(root, D15))
     marked_after_error = storage.is_done(day_uri(root, D15))
     first = run(config(root, D15))
