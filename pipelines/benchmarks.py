@@ -76,14 +76,17 @@ def write_card(
     counts: dict[str, Any],
     config: Any,
     quality: dict[str, Any] | None = None,
+    steps: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Write ``dataset_card.json`` and ``dataset_card.md`` for a benchmark and return the card
-    (``quality``: its quality section, ``udfs.card_quality``)."""
+    (``quality``: its quality section, ``udfs.card_quality``; ``steps``: every step of the run
+    in order, rows in, kept and rejected by reason)."""
     card = {
         "benchmark": name,
         "built_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "counts": counts,
         **({"quality": quality} if quality is not None else {}),
+        **({"steps": steps} if steps is not None else {}),
         "config": plain(config),
         "model": {"backend": runner.llm.backend, "model": runner.llm.model},
         "prompt_versions": dict(sorted(runner.prompts_used.items())),
@@ -96,9 +99,24 @@ def write_card(
 
 
 def card_markdown(card: dict[str, Any]) -> str:
-    """The card as Markdown: counts, quality, model and prompts, LLM cost per stage, configuration."""
+    """The card as Markdown: counts, steps, quality, model and prompts, LLM cost per stage,
+    configuration."""
     lines = [f"# {card['benchmark']} — dataset card", "", f"Built {card['built_at']}.", "", "## Counts", ""]
     lines += _dict_lines(card["counts"])
+    if card.get("steps"):
+        lines += [
+            "",
+            "## Steps",
+            "",
+            "| step | unit | in | kept | rejected |",
+            "| --- | --- | ---: | ---: | --- |",
+        ]
+        lines += [
+            f"| {s['step']} | {s['unit']} | {s['read']} | {s['kept']} | "
+            + (", ".join(f"{r} {n}" for r, n in s["rejected"].items()) or "—")
+            + " |"
+            for s in card["steps"]
+        ]
     if card.get("quality"):
         lines += ["", *quality_markdown(card["quality"])]
     lines += [

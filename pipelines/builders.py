@@ -251,8 +251,20 @@ def write(builder: Builder[Any, Any], b: Build[Any], out: Outputs) -> tuple[dict
             _event_of(builder, written),
             builder.quality.paper,
         )
-        card = write_card(root, name, b.runner, out.counts(written, n_rejected), b.config, section)
+        steps = [_step(s, {r.name for r in b.runner.summaries}) for s in b.ledger.summaries]
+        card = write_card(root, name, b.runner, out.counts(written, n_rejected), b.config, section, steps)
     return written, card
+
+
+def _step(summary: RunSummary, stages: set[str]) -> dict[str, Any]:
+    """One step of the run for the card (the report's funnel, in run order)."""
+    return {
+        "step": summary.name.split("/", 1)[-1],
+        "unit": "LLM request" if summary.name in stages else "rows",
+        "read": summary.rows_read,
+        "kept": summary.rows_written,
+        "rejected": dict(sorted(summary.rejected.items())),
+    }
 
 
 def _event_of(

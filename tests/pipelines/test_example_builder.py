@@ -201,4 +201,13 @@ def test_the_quality_gate_keeps_degenerate_and_repeated_questions_out_of_the_ben
     assert quality["rejected_by_quality_check"] == dict(Counter(r["reason"] for r in rejected))
     assert quality["near_duplicate_rate"] > 0 and quality["yes_no_balance"]["Yes"]["n"] == len(items)
     md = storage.read_bytes(Layout(root).benchmark("example", "dataset_card.md")).decode()
-    assert "## Quality" in md and "quality_near_duplicate" in md
+    assert "## Quality" in md and "## Steps" in md and "quality_near_duplicate" in md
+    # every step of the run in order, as the report's funnel shows it
+    assert [s["step"] for s in card["steps"]] == [s.name.split("/", 1)[-1] for s in result.summaries]
+    assert card["steps"][-1] == {
+        "step": "quality",
+        "unit": "rows",
+        "read": summary.rows_read,
+        "kept": len(items),
+        "rejected": dict(sorted(quality["rejected_by_quality_check"].items())),
+    }
