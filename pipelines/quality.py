@@ -3,8 +3,8 @@
 Every item a run makes is checked (``udfs.quality.item_problems``) after the builder's
 ``finish`` and before anything is written. An item with a finding becomes a rejected row of the
 ``quality`` step with reason ``quality_<first finding>`` (all findings in its detail); of items
-of one task with the same answer that say nearly the same thing, the earliest (by cutoff) is kept and the rest are rejected as
-``quality_near_duplicate``. The rejected items leave ``eval_items`` and the builder's question
+of one task with the same background and answer that say nearly the same thing, the earliest (by
+cutoff) is kept and the rest are rejected as ``quality_near_duplicate``. The rejected items leave ``eval_items`` and the builder's question
 tables (``Builder.event``: the tables whose id column holds an item's ``source_id``) alike.
 Items of earlier runs (Daily Oracle's days built before) were checked when they were made: they
 are kept, and a new item repeating one of them is the one rejected.
@@ -77,13 +77,16 @@ def gate(builder: Builder[Any, Any], b: Build[Any], out: Outputs) -> Outputs:
             )
             if found:
                 problems[i] = [f"quality_{p}" for p in found]
-    # among items of one task with the same answer (two tasks of one event may share their
-    # options; the same options with another answer ask something else): earlier runs' items
-    # first, then this run's by cutoff; a flagged item is no one's original
-    groups: dict[tuple[str, str], list[int]] = {}
+    # among items of one task with the same background and answer (two tasks of one event may
+    # share their options; the same options after another timeline, or with another answer, ask
+    # something else): earlier runs' items first, then this run's by cutoff; a flagged item is
+    # no one's original
+    groups: dict[tuple[str, ...], list[int]] = {}
     for i in sorted(range(len(out.items)), key=lambda i: (is_new[i], out.items[i]["t_cut"], i)):
         if i not in problems:
-            groups.setdefault((out.items[i]["task"], answer_key(out.items[i])), []).append(i)
+            item = out.items[i]
+            key = (item["task"], answer_key(item), *(item.get("background") or ()))
+            groups.setdefault(key, []).append(i)
     for order in groups.values():
         texts = [
             dedup_text(*(out.items[i].get(k) for k in ("question", "choices", "gold_texts"))) for i in order
