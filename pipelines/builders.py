@@ -19,9 +19,11 @@ The driver (``build``) runs them all the same way:
 2. the steps, in order;
 3. ``--plan``: print what the stages would send and stop; nothing is written;
 4. ``finish``: the builder's last steps and its outputs (``Outputs``): this run's tables and the
-   benchmark's evaluation items, final here;
-5. check-before-write: every step's counts must reconcile (``Ledger.check``), or nothing is written;
-6. writes: the tables, the rejected rows (``benchmarks/<name>/rejected``), the builder's
+   benchmark's evaluation items;
+5. the quality gate (``pipelines.quality``): every item of the run is checked; a degenerate or
+   repeated one becomes a rejected row and leaves the items and the question tables;
+6. check-before-write: every step's counts must reconcile (``Ledger.check``), or nothing is written;
+7. writes: the tables, the rejected rows (``benchmarks/<name>/rejected``), the builder's
    ``commit``, the evaluation items and the dataset card; then the summary table and a ``Result``.
 """
 
@@ -42,8 +44,10 @@ import pyarrow as pa
 from pipelines.benchmarks import write_benchmark_table, write_card, write_eval_items
 from pipelines.llm.ledger import Ledger
 from pipelines.llm.stage import StagePlan, StageRunner
+from pipelines.quality import Quality, gate
 from udfs import storage
 from udfs.audit import EventKey
+from udfs.card_quality import quality_section
 from udfs.layout import Layout
 from udfs.report import RunSummary
 from udfs.schemas import TableSpec
@@ -91,7 +95,8 @@ class Outputs:
     dataset card's counts, given the written tables (``eval_items`` included) and the rejected
     rows written (None: no card). ``partitions``: the values of the tables' partition column this
     run replaces (None: every table is replaced whole). ``commit``: what follows the tables
-    (Daily Oracle marks its days done).
+    (Daily Oracle marks its days done). ``sources``: by item id, the text an item's question was
+    written from (the quality gate rejects a question about something else).
     """
 
     tables: dict[str, pa.Table]
@@ -99,6 +104,7 @@ class Outputs:
     counts: Callable[[dict[str, pa.Table], int], dict[str, Any]] | None = None
     partitions: Sequence[Any] | None = None
     commit: Callable[[], None] | None = None
+    sources: Mapping[str, str] | None = None
 
 
 @dataclass
@@ -161,7 +167,8 @@ class Builder(Generic[C, S]):
     check (None: no split check). ``retrieval``: the evaluation's settings for its items (None:
     the evaluation's defaults). ``scale``: the Config fields of its ``bench.scale`` run (None:
     not benched). ``plan``: the text ``--plan`` prints (default: the stage plans).
-    ``details``: the builder's own fields of the ``Result``.
+    ``details``: the builder's own fields of the ``Result``. ``quality``: its part of the
+    quality gate every item passes before it is written (``pipelines.quality``).
     """
 
     name: str
@@ -177,6 +184,7 @@ class Builder(Generic[C, S]):
     scale: Callable[[ScaleInputs], dict[str, Any]] | None = None
     plan: Callable[[Build[C], S], str] | None = None
     details: Callable[[S], dict[str, Any]] | None = None
+    quality: Quality = field(default_factory=Quality)
 
     def run(self, config: C) -> Result:
         """Build the benchmark (``build``)."""
@@ -200,8 +208,7 @@ def build(builder: Builder[C, S], config: C) -> Result:
         if b.stopped is None:
             print(builder.plan(b, state) if builder.plan else StagePlan.table(runner.plans))
         return Result({}, b.ledger.summaries, None, runner.plans, details=_details(builder, state))
-    out = builder.finish(b, state)
-    # ``out.items`` are final here, before anything is written: a check of every item belongs here
+    out = gate(builder, b, builder.finish(b, state))
     b.ledger.check()  # counts reconcile, or nothing is written
     tables, card = write(builder, b, out)
     print(b.ledger.table())
@@ -238,8 +245,46 @@ def write(builder: Builder[Any, Any], b: Build[Any], out: Outputs) -> tuple[dict
         written["eval_items"] = write_eval_items(root, name, out.items)
     card = None
     if out.counts is not None:
-        card = write_card(root, name, b.runner, out.counts(written, n_rejected), b.config)
+        section = quality_section(
+            written.get("eval_items", pa.table({})),
+            b.ledger.rejected_counts().get("quality", {}),
+            _event_of(builder, written),
+            builder.quality.paper,
+        )
+        steps = [_step(s, {r.name for r in b.runner.summaries}) for s in b.ledger.summaries]
+        card = write_card(root, name, b.runner, out.counts(written, n_rejected), b.config, section, steps)
     return written, card
+
+
+def _step(summary: RunSummary, stages: set[str]) -> dict[str, Any]:
+    """One step of the run for the card (the report's funnel, in run order)."""
+    return {
+        "step": summary.name.split("/", 1)[-1],
+        "unit": "LLM request" if summary.name in stages else "rows",
+        "read": summary.rows_read,
+        "kept": summary.rows_written,
+        "rejected": dict(sorted(summary.rejected.items())),
+    }
+
+
+def _event_of(
+    builder: Builder[Any, Any], tables: Mapping[str, pa.Table]
+) -> Callable[[dict], str | None] | None:
+    """An item's source article or event (the card's items per source), from this run's tables."""
+    event = builder.event
+    if event is None:
+        return None
+    key_of = {
+        i: k
+        for name in event.tables
+        if name in tables
+        for i, k in zip(
+            tables[name].column(event.id_column).to_pylist(),
+            tables[name].column(event.key_column).to_pylist(),
+            strict=True,
+        )
+    }
+    return lambda item: key_of.get(item.get("source_id"))
 
 
 def _write_table(

@@ -23,6 +23,7 @@ from pipelines.daily_oracle.qa import add_distractors, generate_questions, summa
 from pipelines.daily_oracle.state import State
 from pipelines.evaluate.context import RetrievalConfig
 from pipelines.llm.stage import StagePlan
+from pipelines.quality import Quality
 from udfs.audit import EventKey
 from udfs.retrieval import DAILY_ORACLE_START
 from udfs.schemas import ARTICLES
@@ -73,6 +74,14 @@ BUILDER = Builder(
     scale=scale,
     plan=plan_text,
     details=details,
+    quality=Quality(
+        prompts=("daily_oracle.qa",),
+        paper={
+            "questions": "31,510 over 2020–2024: 16,783 yes/no and 14,727 multiple choice (53% yes/no)",
+            "questions per day": "17.2 on average, at most 24",
+            "multiple-choice openers": '"What will" 27.3%, "Who will" 21.2%, "Which … will" 18.4%',
+        },
+    ),
 )
 
 

@@ -1,6 +1,6 @@
 """Options of the Daily Oracle builder: which days, which publishers, how many articles a day.
 
-The shared options (``pipelines.options.RunOptions``): ``--limit N`` builds at most N pending days
+The shared options (``pipelines.options.BuildOptions``): ``--limit N`` builds at most N pending days
 (oldest first; the rest wait for the next run), ``--force`` rebuilds the requested days and sends
 their LLM requests again, ``--plan`` prints what a run would send, ``--seed`` seeds every draw and
 the MC option order, ``--max-new-tokens`` (LLM group) caps every generated answer.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from pipelines.options import RunOptions
+from pipelines.options import BuildOptions
 from udfs.cli import option
 from udfs.daily_oracle.selection import DEFAULT_PUBLISHERS
 from udfs.daily_oracle.units import NAME
@@ -20,7 +20,7 @@ __all__ = ["NAME", "Config"]
 
 
 @dataclass(frozen=True)
-class Config(RunOptions):
+class Config(BuildOptions):
     """What to build and how. No day given: every corpus day at least ``settle_days`` old (late
     CC-NEWS captures of a day arrive for a few days; spec §8.2)."""
 

@@ -139,7 +139,11 @@ def finish(b: Build[Config], s: State) -> Outputs:
         counts=lambda _tables, _rejected: card_counts(b.config, s),
         partitions=[d.isoformat() for d in s.pending],
         commit=lambda: mark_days(root, s.pending, s.unmarked, s.articles, s.questions, s.prefiltered),
+        sources={r["question_id"]: "\n".join(filter(None, (r[k] for k in SOURCE))) for r in (*tf, *mc)},
     )
+
+
+SOURCE = ("title", "keypoint", "summary", "text")  # what a question is written from
 
 
 def all_items(

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipelines.llm.config import LLMConfig
-from pipelines.options import RunOptions
+from pipelines.options import BuildOptions
 from udfs.cli import option
 from udfs.openforecast.temporal import PAPER_CUTOFFS, SplitCutoffs
 
@@ -15,7 +15,7 @@ NAME = "openforecast"
 
 
 @dataclass(frozen=True)
-class Config(RunOptions):
+class Config(BuildOptions):
     """What to build and how.
 
     Splits: the paper's cutoffs unless ``test_start`` is given (the spec's rule for newer

@@ -1,7 +1,7 @@
 """Configuration of the PROPHET builder: the spec's defaults (paper values where it has them).
 
 The shared options (``--root --force --plan --seed --limit`` and the LLM group with
-``--max-new-tokens``) come from ``RunOptions``; a unit of ``--limit`` is a question, taken in
+``--max-new-tokens``) come from ``BuildOptions``; a unit of ``--limit`` is a question, taken in
 the importer's order after ``--question-ids``.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipelines.options import RunOptions
+from pipelines.options import BuildOptions
 from udfs.cli import option
 from udfs.prophet.layout import ESTIMATORS, LAYOUTS
 
@@ -18,7 +18,7 @@ RATING_MODES = ("generate", "score")
 
 
 @dataclass(frozen=True)
-class Config(RunOptions):
+class Config(BuildOptions):
     """Everything a run depends on. Exactly one question source: ``questions`` or ``forecastbench``."""
 
     questions: str | None = option(

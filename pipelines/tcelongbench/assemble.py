@@ -69,4 +69,5 @@ def finish(b: Build[Config], s: State) -> Outputs:
             "formation": s.events.report,
         }
 
-    return Outputs(tables, items, counts)
+    sources = {q["qa_id"]: f"{q['point']}\n{q['article']}" for q in final if q.get("article")}
+    return Outputs(tables, items, counts, sources=sources)

@@ -11,10 +11,12 @@ LLM stages run through ``StageRunner`` (cached, resumable); every dropped row la
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pipelines.builders import Build, Builder, Demo, Inputs, Result, ScaleInputs
 from pipelines.evaluate.context import RetrievalConfig
+from pipelines.quality import Quality
 from pipelines.tcelongbench import order, outline, questions
 from pipelines.tcelongbench.assemble import finish
 from pipelines.tcelongbench.config import Config
@@ -22,6 +24,7 @@ from pipelines.tcelongbench.formation import form_tces
 from pipelines.tcelongbench.state import State
 from udfs.audit import EventKey
 from udfs.schemas import ARTICLES
+from udfs.tcelongbench.assemble import ORDER_QUESTION
 from udfs.tcelongbench.tables import NAME
 
 
@@ -82,6 +85,14 @@ BUILDER = Builder(
         ),
     ),
     scale=scale,
+    quality=Quality(
+        fixed=(re.escape(ORDER_QUESTION),),
+        prompts=("tcelongbench.detail_qa", "tcelongbench.forecast_qa"),
+        paper={
+            "detail question openers": "What 68.22%, How 15.91%, Who 5.55%",
+            "forecast question openers": "What will 62.58%, How will 11.63%, How many 11.33%",
+        },
+    ),
 )
 
 

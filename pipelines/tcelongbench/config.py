@@ -1,19 +1,19 @@
 """Options of the TCELongBench builder; defaults follow the spec (the paper's values where it
 gives them). The shared options (``--root --force --plan --seed --limit`` and the LLM group with
-``--max-new-tokens``) come from ``RunOptions``; ``--limit N`` keeps the first N TCEs."""
+``--max-new-tokens``) come from ``BuildOptions``; ``--limit N`` keeps the first N TCEs."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipelines.options import RunOptions
+from pipelines.options import BuildOptions
 from udfs.cli import option
 from udfs.embeddings import DEFAULT_ENCODER
 from udfs.tcelongbench.qa import PLAUSIBLE_MODES
 
 
 @dataclass(frozen=True)
-class Config(RunOptions):
+class Config(BuildOptions):
     """Everything a run depends on. Fields without ``option`` are settable from Python only."""
 
     # S1 TCE formation

@@ -23,6 +23,7 @@ from udfs.daily_oracle import outputs
 from udfs.daily_oracle.questions import output_problems
 from udfs.llm_parsing import check_output
 from udfs.prompts import load_prompt
+from udfs.quality import question_problems
 
 pytestmark = [pytest.mark.llm, pytest.mark.ray, pytest.mark.spark]
 
@@ -74,12 +75,17 @@ def test_the_local_model_writes_questions_whose_answers_validate(root_with_corpu
         read_table(root_with_corpus, "tf_questions").to_pylist()
         + read_table(root_with_corpus, "mc_questions").to_pylist()
     )
-    questions = by_name["questions"]
+    questions, quality = by_name["questions"], by_name["quality"]
     assert sum(r["unit"] == "question" for r in rejected) == questions.rows_rejected
-    assert len(kept) == questions.rows_written == questions.rows_read - questions.rows_rejected
+    assert questions.rows_written == questions.rows_read - questions.rows_rejected == quality.rows_read
+    # the quality gate: what the filter kept either passes the question checks or is a quality_* row
+    gated = [r for r in rejected if r["stage"] == "quality"]
+    assert len(gated) == quality.rows_rejected and all(r["reason"].startswith("quality_") for r in gated)
+    assert len(kept) == quality.rows_written == quality.rows_read - quality.rows_rejected
     assert all(r["reason"] and r["stage"] for r in rejected)
     for row in kept:
         assert output_problems(row, "choice_a" in row) == []
+        assert question_problems(row["question"]) == []
 
     again = run(cfg)
     assert again.details["days_skipped"] == [D18] and again.requests_computed == 0

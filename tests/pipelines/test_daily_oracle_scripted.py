@@ -126,6 +126,7 @@ def test_first_day_is_built(built):
         "articles",
         "questions",
         "days",
+        "quality",
     ]
     assert all(s.reconciles for s in first.summaries)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from pipelines.llm.ledger import read_rejected
 from pipelines.llm.scripted import ship_script
 from udfs import storage
 from udfs.layout import Layout
+from udfs.quality import question_problems
 
 pytestmark = [pytest.mark.ray]
 
@@ -155,3 +157,57 @@ def test_a_run_whose_counts_do_not_reconcile_writes_nothing(root, register):
     assert result.tables["questions"].num_rows > 0 and storage.exists(
         Layout(root).benchmark("example", "eval_items")
     )
+
+
+def degenerate(variables: dict) -> str:
+    """A model that loops on one headline and writes the same question for every headline with
+    "port" in it: the quality gate's cases."""
+    title = variables["title"]
+    if "Ferry" in title:
+        return " Ferries, probably."
+    if "quay" in title:
+        return " Will be. Answer 1 will be. Answer 1 will be. Answer 1 will be?"
+    if "port" in title.lower():
+        return " Will the river port reopen to cargo ships before the end of the month?"
+    return ask(variables)
+
+
+def test_the_quality_gate_keeps_degenerate_and_repeated_questions_out_of_the_benchmark(root, register):
+    """Every item passes the gate before it is written: a looping question and the later copies
+    of a repeated one become ``quality_*`` rejected rows and leave the items and the builder's
+    question table; the card has its quality section."""
+    builder = register()
+    llm = LLMConfig(backend="scripted", script=ship_script({"example.question": degenerate}))
+    result = builder.run(builder.config(root=root, llm=llm, min_title_words=4))
+
+    rejected = [r for r in read_rejected(root, "example").to_pylist() if r["stage"] == "quality"]
+    reasons = {r["reason"] for r in rejected}
+    assert {"quality_repeated_ngram", "quality_near_duplicate"} <= reasons, reasons
+    items = storage.read_table(Layout(root).benchmark("example", "eval_items")).to_pylist()
+    gone = {r["item_id"] for r in rejected}
+    assert items and not gone & {i["item_id"] for i in items}
+    assert not gone & set(result.tables["questions"].column("question_id").to_pylist())
+    assert [i["question"] for i in items if question_problems(i["question"], i["choices"])] == []
+    repeated = [i for i in items if i["question"].startswith("Will the river port reopen")]
+    assert len(repeated) == 1  # the earliest copy is kept
+    dups = [r for r in rejected if r["reason"] == "quality_near_duplicate"]
+    assert all(r["detail"].endswith(repeated[0]["item_id"]) for r in dups)
+    summary = next(s for s in result.summaries if s.name == "example/quality")
+    assert summary.reconciles and summary.rows_read == len(items) + len(rejected)
+
+    card = storage.read_json(Layout(root).benchmark("example", "dataset_card.json"))
+    quality = card["quality"]
+    assert quality["items"] == len(items)
+    assert quality["rejected_by_quality_check"] == dict(Counter(r["reason"] for r in rejected))
+    assert quality["near_duplicate_rate"] > 0 and quality["yes_no_balance"]["Yes"]["n"] == len(items)
+    md = storage.read_bytes(Layout(root).benchmark("example", "dataset_card.md")).decode()
+    assert "## Quality" in md and "## Steps" in md and "quality_near_duplicate" in md
+    # every step of the run in order, as the report's funnel shows it
+    assert [s["step"] for s in card["steps"]] == [s.name.split("/", 1)[-1] for s in result.summaries]
+    assert card["steps"][-1] == {
+        "step": "quality",
+        "unit": "rows",
+        "read": summary.rows_read,
+        "kept": len(items),
+        "rejected": dict(sorted(quality["rejected_by_quality_check"].items())),
+    }
