@@ -8,11 +8,11 @@ process that embeds title + lead with sentence-transformers and builds bm25s.
   average (half to 1.5 times that) in paragraphs of about 60 words, spread uniformly over
   ``--days`` days (a partition each), about 1 % undated.
 * **engine**: the index job (``pipelines.index.build.run``, every option at its default but
-  ``--encoder``: passages of 100 and 512 words on) in a process of its own, timed from start to
-  its summary: ``engine_build_s``. ``passages`` counts the rows of its passage tables.
+  ``--encoder``: passage tables of 100 and 512 words, full text only) in a process of its own,
+  timed from start to its summary: ``engine_build_s``. ``passages`` counts the rows of its passage tables.
 * **resume**: the index is deleted and the job started again in a process of its own, killed
-  (SIGKILL to its process group, Ray's processes with it) once its log shows half of the first
-  passage table's articles embedded, then run again. ``resume_reembedded``: documents the rerun
+  (SIGKILL to its process group, Ray's processes with it) once its log shows half of the articles'
+  documents written (every table's: one stream writes them together), then run again. ``resume_reembedded``: documents the rerun
   embedded that were in a table at the kill (what it embedded minus what the tables gained).
 * **baseline**: what a user writes in one process: read title and body, cut the lead (the
   index's own ``headline``: title + first 200 words), embed it with sentence-transformers
@@ -44,7 +44,6 @@ from bench.synthetic import Shape, write_corpus
 
 RESULTS = Path(__file__).resolve().parent / "results"
 LEAD_WORDS = 200  # the index job's default --lead-words
-KILL_TABLE = "passages_100"  # the resume run is killed while this table is being written
 
 
 def engine_side(root: str, encoder: str, out: str) -> None:
@@ -105,11 +104,11 @@ def run_side(side: str, root: str, encoder: str, work: Path, kill_when=None) -> 
     return json.loads(out.read_text())
 
 
-def half_written(log: Path, table: str) -> bool:
-    """Whether the job's log shows half or more of ``table``'s articles embedded."""
+def half_written(log: Path) -> bool:
+    """Whether the job's log shows half or more of the articles' documents written."""
     with contextlib.suppress(OSError):
         for line in reversed(log.read_text().splitlines()):
-            if f"stage=embed table={table}:" in line:
+            if "stage=embed tables=" in line:
                 return int(line.split("(", 1)[1].split("%", 1)[0]) >= 50
     return False
 
@@ -127,14 +126,14 @@ def resume(root: str, encoder: str, work: Path) -> dict[str, Any]:
     killed_at = time.perf_counter()
     log = work / "engine.log"
     log.write_text("")
-    assert run_side("engine", root, encoder, work, lambda: half_written(log, KILL_TABLE)) is None
+    assert run_side("engine", root, encoder, work, lambda: half_written(log)) is None
     killed_at = time.perf_counter() - killed_at
     at_kill = table_rows(root)
     rerun = run_side("engine", root, encoder, work)
     final = table_rows(root)
     metrics = rerun["summary"]["metrics"]
-    tables = [t for t in final if t == "articles" or t.startswith("passages_")]
-    embedded = {t: metrics.get(f"{t} documents embedded", 0) for t in tables}
+    embedded = {t: metrics[f"{t} documents embedded"] for t in final if f"{t} documents embedded" in metrics}
+    tables = list(embedded)
     missing = {t: final[t] - at_kill.get(t, 0) for t in tables}
     return {
         "killed_after_s": killed_at,
