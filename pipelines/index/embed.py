@@ -104,7 +104,9 @@ def make_documents(
         docs.append(_as_stream(mine, name))
         order.append(pa.array([len(order)] * mine.num_rows, pa.int64()))
     rows = pa.concat_tables([STREAM.empty_table(), *docs])
-    if docs:  # an article's documents together, in reading order (the day order of every table)
+    # an article's documents together, in reading order (the day order of every table); a resumed
+    # bundle may have none left to add
+    if rows.num_rows:
         article = pc.index_in(rows["article_id"], value_set=articles["article_id"]).combine_chunks()
         keys = pa.table({"article": article, "order": pa.concat_arrays(order)})
         ranked = pc.sort_indices(keys, [("article", "ascending"), ("order", "ascending")])  # stable

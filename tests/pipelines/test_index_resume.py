@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from pipelines.index import embed
 from pipelines.index.build import run
 from pipelines.index.config import Config
 from pipelines.index.manifest import MANIFEST, RUN
@@ -59,6 +60,7 @@ class StoppingWriter(embed.Writer):
         return out
 
 embed.Writer = StoppingWriter
+embed.READ_BYTES = 1  # a read task a day
 log_to_stderr()
 ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
 run(Config(root=sys.argv[1], **{CONFIG!r}))
@@ -77,7 +79,10 @@ def passages_in(root: str) -> int:
         return 0
 
 
-def test_a_killed_run_resumes_without_embedding_anything_twice(tmp_path, ray_local):
+def test_a_killed_run_resumes_without_embedding_anything_twice(tmp_path, ray_local, monkeypatch):
+    # a read task a day, so the rerun has days whose documents are all in (a bundle with nothing
+    # to add once failed) as well as days cut by the kill
+    monkeypatch.setattr(embed, "READ_BYTES", 1)
     root = str(tmp_path / "root")
     write_articles(root, ROWS)
     err = tmp_path / "stderr.log"
