@@ -51,7 +51,7 @@ from pipelines.evaluate.forecast import (
 from pipelines.evaluate.inputs import load_items, select
 from pipelines.evaluate.judge import judge_open
 from pipelines.evaluate.summaries import summarize
-from pipelines.index.engine import passage_table, require_index
+from pipelines.index.engine import TABLE, passage_table, require_index
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.ray_env import ensure_ray
 from pipelines.llm.stage import StagePlan, StageRunner
@@ -210,6 +210,19 @@ def _article_summaries(
     return {b: ray.put({a: found[a] for a in ids if a in found}) for b, ids in wanted.items()}
 
 
+def _check_searches(config: Config, corpus: Corpus, groups: dict[tuple[str, str], list]) -> None:
+    """Stop the run before any stage when a benchmark's index table cannot answer a retriever
+    asked for: a dense or hybrid search of passages indexed for full text only (the index job's
+    ``--passage-vectors``), or a passage table not built at all."""
+    if "retrieval" not in config.modes:
+        return
+    for benchmark in sorted({b for b, _ in groups}):
+        rc = retrieval_config(benchmark, config.retrieval, config.retrieval_override)
+        table = corpus.table(passage_table(rc.chunk_words) if rc.chunk_words else TABLE)
+        for retriever in sorted({"dense", "hybrid"} & set(config.retrievers)):
+            table.check(retriever)
+
+
 def run(config: Config) -> Outcome:
     """Evaluate every selected item in every setting; write results and reports."""
     started = time.time()
@@ -252,6 +265,7 @@ def run(config: Config) -> Outcome:
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for item in items:
         groups[(item["benchmark"], item["task"])].append(item)
+    _check_searches(config, corpus, groups)
     requests: list[Request] = []
     rejected: dict[str, list[dict[str, str]]] = defaultdict(list)
     ensure_ray(config.llm)

@@ -32,17 +32,10 @@ from __future__ import annotations
 import logging
 
 from pipelines.index.config import Config
-from pipelines.index.embed import append
+from pipelines.index.embed import Work, stream
 from pipelines.index.manifest import STATISTICS, Partition, Record, partitions
-from pipelines.index.statistics import (
-    STATISTICS_TABLES,
-    append_statistics,
-    count_days,
-    delete_days,
-    delete_rows,
-    index_statistics,
-)
-from pipelines.index.tables import TABLE, connect, has_title_index, passage_table, worker_env
+from pipelines.index.statistics import STATISTICS_TABLES, delete_days, delete_rows, index_statistics
+from pipelines.index.tables import TABLE, connect, has_title_index, has_vectors, passage_table, worker_env
 from udfs.layout import Layout
 from udfs.report import RunSummary
 from udfs.schemas import ARTICLES
@@ -66,6 +59,18 @@ def run(config: Config) -> RunSummary:
     indexed = sorted(n for n in names if n == TABLE or n.startswith("passages_")) if TABLE in names else []
     record = Record.load(layout.index(), indexed)
     tables = [TABLE, *(passage_table(n) for n in config.passage_words)]
+    # a passage table asked with vectors that has none is built again; one that has them keeps them
+    rebuilt = [
+        t
+        for t in map(passage_table, config.passage_vectors)
+        if t in names and not has_vectors(db.open_table(t))
+    ]
+    vectors = {TABLE, *map(passage_table, config.passage_vectors)}
+    vectors |= {t for t in tables[1:] if t in names and has_vectors(db.open_table(t))}
+    for name in rebuilt:
+        db.drop_table(name)
+        record.forget(name)
+        names.discard(name)
     stats = set(STATISTICS_TABLES) <= names
     work = {
         t: record.days(t, current, t in names if t != STATISTICS else stats) for t in [*tables, STATISTICS]
@@ -75,12 +80,13 @@ def run(config: Config) -> RunSummary:
     fresh, resume, gone = work[TABLE]
     log.info(
         "stage=plan %d dated partitions, %d new or changed, %d to resume, %d gone; tables to create: "
-        "%s; title indexes to add: %s; indexes left behind by an interrupted run: %s",
+        "%s (vectors: %s); title indexes to add: %s; indexes left behind by an interrupted run: %s",
         len(current),
         len(fresh),
         len(resume),
         len(gone),
         ", ".join(t for t in tables if t not in names) or "none",
+        ", ".join(t for t in tables if t in vectors),
         ", ".join(untitled) or "none",
         ", ".join(behind) or "none",
     )
@@ -94,69 +100,63 @@ def run(config: Config) -> RunSummary:
     if not any(any(w) for w in work.values()) and not untitled and not behind:
         summary.notes.append("the index is up to date: nothing written")
         return _finish(summary, db)
-    for name in [TABLE, STATISTICS, *tables[1:]]:
-        fresh, resume, gone = work[name]
-        if fresh or resume or gone:
-            _update(record, name, fresh, resume, gone, current, config, summary)
-        if fresh or resume or gone or name in untitled or name in behind:
-            if name == STATISTICS:
-                _in_worker(index_statistics, config.root)
-            elif name in connect(config.root).list_tables().tables:
-                _in_worker(_index, config.root, name)
-            record.indexed(name)
+    adding = {
+        name: _start(record, db, name, *days, names, current) for name, days in work.items() if any(days)
+    }
+    adding = {name: want for name, want in adding.items() if want.days}
+    if adding:
+        _ensure_ray()
+        wanted = {d: current[d] for want in adding.values() for d in want.days}
+        streamed = stream(record, config.root, adding, wanted, frozenset(vectors), config)
+        _report(summary, streamed, adding, vectors)
+    todo = [n for n in [*tables, STATISTICS] if any(work[n]) or n in untitled or n in behind]
+    _in_worker(_index_all, config.root, todo)
+    for name in todo:
+        record.indexed(name)
     return _finish(summary, db)
 
 
-def _update(
+def _start(
     record: Record,
+    db,
     name: str,
     fresh: list[str],
     resume: list[str],
     gone: list[str],
+    names: set[str],
     current: dict[str, Partition],
-    config: Config,
-    summary: RunSummary,
-) -> None:
-    """Delete the rows of ``fresh`` and ``gone`` days from table ``name`` (or the statistics),
-    then add the documents of ``fresh`` and ``resume`` days."""
-    db = connect(config.root)
+) -> Work:
+    """Delete the rows of ``fresh`` and ``gone`` days from table ``name`` (the statistics: of every
+    day to count, counting is cheap), record the days begun, and return what the stream adds:
+    the documents of ``fresh`` and ``resume`` days (of a resumed day, those not in the table)."""
     todo = sorted(fresh + resume)
-    if name == STATISTICS:  # counting is cheap: an unfinished day is counted again
+    if name == STATISTICS:
         delete_days(db, todo + gone)
-    elif name in db.list_tables().tables:
+    elif name in names:
         delete_rows(db.open_table(name), fresh + gone)
     record.start(name, {d: current[d].fingerprint for d in todo}, gone)
     if not todo:
         record.finish(name, {})
-        return
-    _ensure_ray()
-    days = {d: current[d] for d in todo}
-    if name == STATISTICS:
-        written = append_statistics(config.root, days, config.lead_words, worker_env())
-        for table in STATISTICS_TABLES:
-            _check_appended(table, count_days(connect(config.root).open_table(table), todo), written[table])
-        record.finish(name, {d: current[d].fingerprint for d in todo})
-        summary.metrics["term_days rows written"] = written["term_days"]
-        return
-    words = None if name == TABLE else int(name.rsplit("_", 1)[1])
-    read, rows, embedded = append(record, config.root, name, words, days, resume, config)
-    summary.metrics[f"{name} documents embedded"] = embedded
-    if words is None:
-        summary.rows_read, summary.rows_written = read, rows
-        if read > rows:
-            summary.reject("undated", read - rows)
-    else:
-        summary.metrics[f"{name} rows written"] = rows
+    words = int(name.rsplit("_", 1)[1]) if name.startswith("passages_") else None
+    kept = frozenset(resume) if name in names and name != STATISTICS else frozenset()
+    return Work(frozenset(todo), kept, words)
 
 
-def _check_appended(name: str, appended: int, written: int) -> None:
-    """Ray Data restarts a failed writer and retries its batch, which may already be appended:
-    duplicate rows fail the run before its days are recorded, so a rerun redoes them."""
-    if appended != written:
-        raise SystemExit(
-            f"stage=write table={name}: {appended} rows appended for {written} written (a retried "
-            "batch was appended twice); those days are not recorded: rerun the job to redo them"
-        )
+def _report(
+    summary: RunSummary, streamed: dict[str, int], adding: dict[str, Work], vectors: set[str]
+) -> None:
+    """The stream's counts in the run summary."""
+    for name in adding:
+        if name == STATISTICS:
+            summary.metrics["term_days rows written"] = streamed["term_days"]
+        elif name in vectors:
+            summary.metrics[f"{name} documents embedded"] = streamed[f"{name} embedded"]
+        if name.startswith("passages_"):
+            summary.metrics[f"{name} rows written"] = streamed[name]
+    if TABLE in adding:
+        summary.rows_read, summary.rows_written = streamed["read"], streamed[TABLE]
+        if streamed["read"] > streamed[TABLE]:
+            summary.reject("undated", streamed["read"] - streamed[TABLE])
 
 
 def _ensure_ray() -> None:
@@ -173,6 +173,17 @@ def _in_worker(fn, *args) -> None:
 
     _ensure_ray()
     ray.get(ray.remote(fn).options(runtime_env=worker_env(), max_retries=0).remote(*args))
+
+
+def _index_all(root: str, names: list[str]) -> None:
+    """Bring the indexes of the tables ``names`` (``statistics``: its two tables) up to date, in one
+    worker."""
+    existing = set(connect(root).list_tables().tables)
+    for name in names:
+        if name == STATISTICS:
+            index_statistics(root)
+        elif name in existing:
+            _index(root, name)
 
 
 def _check_encoder(table, encoder: str) -> None:
@@ -206,7 +217,7 @@ def _index(root: str, name: str) -> None:
     # Folding rows in keeps the partitions trained on the rows there were, so the vector index is
     # trained again each time the table has grown ANN_REGROWTH-fold since (partitions ∝ √rows:
     # each training doubles them; the total work stays a constant times the last one's)
-    if rows >= max(ANN_MIN_ROWS, ANN_REGROWTH * trained_rows(table)):
+    if has_vectors(table) and rows >= max(ANN_MIN_ROWS, ANN_REGROWTH * trained_rows(table)):
         table.create_index(
             "vector",
             config=IvfPq(distance_type="cosine", num_partitions=max(1, int(rows**0.5))),
@@ -229,7 +240,8 @@ def _finish(summary: RunSummary, db) -> RunSummary:
         table = db.open_table(name)
         if name != TABLE:
             summary.metrics[f"rows in {name}"] = table.count_rows()
-        summary.metrics[f"{name}: vector index trained over"] = trained_rows(table) or "- (exact search)"
+        trained = (trained_rows(table) or "- (exact search)") if has_vectors(table) else "- (no vectors)"
+        summary.metrics[f"{name}: vector index trained over"] = trained
     summary.notes.append(
         "rows read = articles of the new or changed partitions; undated ones are not indexed"
     )

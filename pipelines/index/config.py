@@ -22,8 +22,13 @@ class Config:
     )
     passage_words: tuple[int, ...] = option(
         (100, 512),
-        help="also index passages of at most N words per article, one table each "
+        help="also index passages of at most N words per article, one table each, full text (BM25) "
         "(100: the judge's evidence, 512: TCELongBench's chunks); empty: none",
+    )
+    passage_vectors: tuple[int, ...] = option(
+        (),
+        help="passage sizes (of --passage-words) whose passages are embedded too, for dense and "
+        "hybrid searches of that table; a table built with vectors keeps them",
     )
     batch_size: int = option(
         256,
@@ -41,3 +46,6 @@ class Config:
 
     def __post_init__(self) -> None:
         check_options(self)
+        extra = sorted(set(self.passage_vectors) - set(self.passage_words))
+        if extra:
+            raise ValueError(f"--passage-vectors {extra[0]} names no table of --passage-words")

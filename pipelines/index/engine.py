@@ -28,6 +28,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -37,6 +38,7 @@ from pipelines.index.tables import (
     connect,
     has_index,
     has_title_index,
+    has_vectors,
     passage_table,
     require_index,
 )
@@ -57,6 +59,7 @@ TITLE_BOOST = 1.25  # ForecastQA App. E.2: fields ["title^1.25", "body"]
 CONCURRENCY = 4
 UNDATED = HIVE_NULL  # the partition of articles with no publication date
 VECTOR_IDS = 1000  # article ids in one ``vectors`` query (the IN list of its filter)
+EVIDENCE_POOL = 50  # full-text hits a judge's evidence is chosen from (``nearest``)
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,7 @@ class ArticleIndex:
         self.db, self.name = db, table
         self.table = db.open_table(table)
         self.passages = table != TABLE
+        self.embedded = has_vectors(self.table)  # a passage table has them when built with --passage-vectors
         self.encoder = self.table.schema.metadata.get(b"encoder", b"").decode() or None
         self._statistics = WindowStatistics(db) if not self.passages else None
         self._title_index = False  # whether ``title`` has a full-text index (asked until it has)
@@ -117,7 +121,7 @@ class ArticleIndex:
         the window's articles only (``WindowStatistics``; ``tfidf`` always does). Without
         ``text``, a hit carries no host, title or text, which the engine then does not read where
         it can (for callers that want ids: fewer columns of each hit fetched)."""
-        _check_mode(mode, strict)
+        self.check(mode, strict)
         if within is not None and not within:
             return []
         if strict or mode == "tfidf":  # kept for whole articles: a passage table fails here, before any query
@@ -144,7 +148,7 @@ class ArticleIndex:
         embedded in one batch), hybrid ones too (their two lists each); tfidf and strict ones run
         one after another. ``text`` and ``distinct`` as in ``search`` (the batched retrieval
         stage writes ids, scores and times only)."""
-        _check_mode(mode, strict)
+        self.check(mode, strict)
         if _rescored(mode, strict):
             return [
                 self.search(q, cutoff, k, mode, since=since, distinct=distinct, strict=strict, text=text)
@@ -188,15 +192,41 @@ class ArticleIndex:
             raise LeakageError(f"an article before --since {since} came back")
         return hits
 
-    def nearest(self, vector, start: dt.datetime, end: dt.datetime | None, k: int) -> list[IndexHit]:
-        """The ``k`` documents closest to ``vector`` published in ``[start, end]`` (inclusive).
-        For a judge's evidence only: the window lies after a forecast's cutoff on purpose."""
+    def check(self, mode: str, strict: bool = False) -> None:
+        """Refuse, before any query, a search this table cannot answer: an unknown mode, a strict
+        ``bm25_title``, or a dense or hybrid search of a passage table built without vectors."""
+        _check_mode(mode, strict)
+        if mode in ("dense", "hybrid") and not self.embedded:
+            raise InputError(
+                f"the index table {self.name} at {self.root} has no vectors (its passages are indexed "
+                f"for full-text search only), which {mode} search needs: run python -m pipelines.index "
+                f"--root {self.root} --passage-vectors {self.name.rsplit('_', 1)[1]} to embed them"
+            )
+
+    def nearest(self, query: str, start: dt.datetime, end: dt.datetime | None, k: int) -> list[IndexHit]:
+        """The ``k`` documents most similar to ``query`` (cosine of their embeddings) among its
+        full-text top ``EVIDENCE_POOL`` published in ``[start, end]`` (inclusive): as the paper's
+        judge ranks the chunks of what its search found. A table without vectors has the pool
+        embedded here. For a judge's evidence only: the window lies after a forecast's cutoff on
+        purpose."""
+        from lancedb.query import MatchQuery
+
         where = f"published_at >= {timestamp_literal(start)}"
         if end is not None:
             where += f" AND published_at <= {timestamp_literal(end)}"
-        search = self.table.search(vector, query_type="vector").distance_type("cosine")
-        rows = search.where(where, prefilter=True).select([*self._columns(), "_distance"]).limit(k).to_list()
-        return [self._hit(r, rank) for rank, r in enumerate(rows, 1)]
+        columns = [*self._columns(), *["vector"] * self.embedded]
+        search = self.table.search(MatchQuery(query, "text"), query_type="fts")
+        rows = search.where(where, prefilter=True).select(columns).limit(EVIDENCE_POOL).to_list()
+        if not rows:
+            return []
+        texts = [r["text"] for r in rows]
+        vectors = np.asarray([r["vector"] for r in rows]) if self.embedded else self.embed(texts)
+        similarity = vectors @ self._embed(query)
+        key = "passage_id" if self.passages else "article_id"
+        best = sorted(range(len(rows)), key=lambda i: (-similarity[i], rows[i][key]))[:k]
+        return [
+            self._hit({**rows[i], "_rescored": float(similarity[i])}, rank) for rank, i in enumerate(best, 1)
+        ]
 
     def count(
         self,

@@ -133,6 +133,13 @@ class Record:
         self._save_done()
         self._save_run()
 
+    def forget(self, table: str) -> None:
+        """``table`` is gone (dropped to be built again): none of its days is done or begun."""
+        self.done.pop(table, None)
+        self.started.pop(table, None)
+        self._save_done()
+        self._save_run()
+
     def abandon(self, table: str) -> None:
         """``table``'s unfinished days are not to be resumed: their rows are suspect."""
         self.started[table] = {}

@@ -3,9 +3,9 @@ summed over a window by strict and tfidf searches.
 
 ``term_days`` holds one row per day and term (the day's document frequency) and ``day_sizes`` one
 row per day (documents, tokens), whatever the batches of the embedding stage were: each changed
-day is counted whole from its partition files. Several days go to one Ray Data task (a bundle of
-about ``DAYS_BYTES`` of Parquet) and one writer actor appends the rows in bulk, so a corpus of a
-thousand small days costs a few tasks and appends, not a thousand of each.
+day is counted whole by the read task that makes its documents (``day_rows``: a read task holds
+whole days), and travels to the index job's one writer as a single row, which appends the
+``statistics_rows`` in bulk with the documents.
 
 A window ``[since, cutoff)`` sums the rows of its whole days; a first or last day cut by a time of
 day is counted from the indexed text of its articles in the window (``WindowStatistics``).
@@ -18,123 +18,53 @@ from collections import Counter
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 
-from pipelines.index.manifest import Partition, bundles
-from pipelines.index.tables import STORAGE_VERSION, connect
-from udfs import storage
-from udfs.index_docs import (
-    ARTICLE_COLUMNS,
-    DAY_SIZES,
-    TERM_DAYS,
-    documents,
-    quoted_list,
-    term_statistics,
-    terms,
-    timestamp_literal,
-)
+from pipelines.index.tables import connect
+from udfs.index_docs import DAY_SIZES, TERM_DAYS, quoted_list, term_statistics, terms, timestamp_literal
 from udfs.timeutil import to_utc
 
 STATISTICS_TABLES = ("term_days", "day_sizes")
-DAYS_BYTES = 64 * 2**20  # Parquet bytes of the days one counting task reads
-WRITE_ROWS = 200_000  # statistics rows a writer appends at once
-# days' statistics as one flat row set for the trip to the writer: the term rows, then the days'
-# size rows (term null)
+# the statistics of a day as one row of the index job's stream (``day_rows``): its documents and
+# tokens, and its terms with their document frequencies as two lists of one order
 DAY_ROWS = pa.schema(
     [
         pa.field("published_date", pa.date32(), nullable=False),
-        pa.field("term", pa.string()),
-        pa.field("df", pa.int64()),
         pa.field("docs", pa.int64()),
         pa.field("tokens", pa.int64()),
+        pa.field("terms", pa.list_(pa.string())),
+        pa.field("dfs", pa.list_(pa.int64())),
     ]
 )
 
 
-def day_rows(batch: pa.Table, lead_words: int, filesystem: pafs.FileSystem) -> pa.Table:
-    """Ray Data task (one bundle of whole days a batch): read the days' partition files and count
-    their documents."""
-    tables = [
-        pq.read_table(path, filesystem=filesystem, columns=ARTICLE_COLUMNS)
-        for paths in batch["paths"].to_pylist()
-        for path in paths
-    ]
-    articles = pa.concat_tables(tables, promote_options="permissive")
-    term_days, day_sizes = term_statistics(documents(articles, lead_words))
-    # each part's missing columns come back null
-    return (
-        pa.concat_tables([term_days, day_sizes], promote_options="default")
-        .select(DAY_ROWS.names)
-        .cast(DAY_ROWS)
+def day_rows(docs: pa.Table) -> pa.Table:
+    """The strict statistics of the article documents of whole days, one ``DAY_ROWS`` row a day."""
+    term_days, day_sizes = term_statistics(docs)
+    lists = term_days.group_by("published_date", use_threads=False).aggregate(
+        [("term", "list"), ("df", "list")]
+    )
+    at = pc.index_in(day_sizes["published_date"], value_set=lists["published_date"])  # null: a day of no term
+    return pa.table(
+        {
+            **{name: day_sizes[name] for name in ("published_date", "docs", "tokens")},
+            "terms": lists["term_list"].take(at),
+            "dfs": lists["df_list"].take(at),
+        },
+        schema=DAY_ROWS,
     )
 
 
-class StatisticsWriter:
-    """Ray Data actor (one a run): appends the rows of whole days to ``term_days`` and
-    ``day_sizes``, creating them on the first batch; passes on row counts only."""
-
-    def __init__(self, root: str) -> None:
-        self.root = root
-        self.tables: dict = {}  # name → open table, so a run lists the tables once
-
-    def __call__(self, batch: pa.Table) -> pa.Table:
-        sizes = pc.is_null(batch["term"])
-        parts = {
-            "term_days": batch.filter(pc.invert(sizes)).select(TERM_DAYS.names).cast(TERM_DAYS),
-            "day_sizes": batch.filter(sizes).select(DAY_SIZES.names).cast(DAY_SIZES),
+def statistics_rows(rows: pa.Table) -> dict[str, pa.Table]:
+    """The ``term_days`` and ``day_sizes`` rows of some ``day_rows`` rows."""
+    terms, dfs = rows["terms"].combine_chunks(), rows["dfs"].combine_chunks()
+    term_days = pa.table(
+        {
+            "published_date": rows["published_date"].take(pc.list_parent_indices(terms)),
+            "term": pc.list_flatten(terms),
+            "df": pc.list_flatten(dfs),
         }
-        for name, rows in parts.items():
-            if name in self.tables:
-                self.tables[name].add(rows)
-            else:
-                self.tables[name] = self._open(name, rows)
-        return pa.table(
-            {"term_days": [parts["term_days"].num_rows], "day_sizes": [parts["day_sizes"].num_rows]}
-        )
-
-    def _open(self, name: str, rows: pa.Table):
-        """Table ``name`` with ``rows`` added: opened, or created with them."""
-        db = connect(self.root)
-        if name not in db.list_tables().tables:
-            return db.create_table(name, data=rows, data_storage_version=STORAGE_VERSION)
-        table = db.open_table(name)
-        table.add(rows)
-        return table
-
-
-def append_statistics(
-    root: str, days: dict[str, Partition], lead_words: int, runtime_env: dict
-) -> dict[str, int]:
-    """Count the days of ``days`` into the statistics tables; the rows written per table. Their
-    rows of these days must have been deleted before."""
-    import ray
-
-    # the driver's filesystem object goes to the tasks: on S3 it carries the endpoint and every
-    # credential (a session token too), as the embedding stage's read tasks get it
-    filesystem, _ = storage.filesystem(next(iter(days.values())).files[0])
-    items = [{"paths": [storage.filesystem(f)[1] for f in files]} for files in bundles(days, DAYS_BYTES)]
-    counted = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
-        day_rows,
-        fn_kwargs={"lead_words": lead_words, "filesystem": filesystem},
-        batch_size=1,
-        batch_format="pyarrow",
-        runtime_env=runtime_env,
     )
-    counts = counted.map_batches(
-        StatisticsWriter,
-        fn_constructor_args=(root,),
-        batch_size=WRITE_ROWS,
-        batch_format="pyarrow",
-        compute=ray.data.ActorPoolStrategy(size=1),
-        num_cpus=0,  # waits on storage; a CPU held here starved the counting tasks of a 2-CPU cluster
-        runtime_env=runtime_env,
-    )
-    written = {"term_days": 0, "day_sizes": 0}
-    for batch in counts.iter_batches(batch_size=None, batch_format="pyarrow"):
-        for name in written:
-            written[name] += sum(batch[name].to_pylist())
-    return written
+    return {"term_days": term_days.cast(TERM_DAYS), "day_sizes": rows.select(DAY_SIZES.names).cast(DAY_SIZES)}
 
 
 def delete_days(db, days: list[str]) -> None:

@@ -65,3 +65,9 @@ def require_index(root: str) -> None:
 def has_title_index(table) -> bool:
     """Whether ``table`` has the full-text index on ``title`` that ``bm25_title`` searches."""
     return any(i.index_type == "FTS" and list(i.columns) == ["title"] for i in table.list_indices())
+
+
+def has_vectors(table) -> bool:
+    """Whether ``table`` holds embeddings: the articles table does, a passage table when it was
+    built with ``--passage-vectors``."""
+    return "vector" in table.schema.names
