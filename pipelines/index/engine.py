@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipelines.index.modes import MODES, TITLE_BOOST, check_mode, pool_size, rescored, score
 from pipelines.index.statistics import WindowStatistics
 from pipelines.index.tables import (
     TABLE,
@@ -52,8 +53,6 @@ from udfs.timeutil import to_utc
 # the searching API (the index's location helpers from ``tables`` are part of it)
 __all__ = ["MODES", "TABLE", "TITLE_BOOST", "ArticleIndex", "IndexHit", "has_index", "has_title_index"]
 __all__ += ["passage_table", "pool_size", "require_index"]
-MODES = ("bm25", "dense", "hybrid", "bm25_title", "tfidf")
-TITLE_BOOST = 1.25  # ForecastQA App. E.2: fields ["title^1.25", "body"]
 # engine queries in flight at once in ``search_many`` (measured on 2 cores: 1 → 3.4 ms a query,
 # 4 → 1.6 ms; more gains nothing)
 CONCURRENCY = 4
@@ -127,7 +126,7 @@ class ArticleIndex:
         if strict or mode == "tfidf":  # kept for whole articles: a passage table fails here, before any query
             self.statistics()
         where = eligible(cutoff, since, exclude, within, distinct)
-        if _rescored(mode, strict):
+        if rescored(mode, strict):
             rows = self._rescore(query, cutoff, since, where, k, mode, text)
         else:
             rows = self._loop.run(self._ranked(self._target(query, mode), mode, where, k, text))
@@ -149,7 +148,7 @@ class ArticleIndex:
         one after another. ``text`` and ``distinct`` as in ``search`` (the batched retrieval
         stage writes ids, scores and times only)."""
         self.check(mode, strict)
-        if _rescored(mode, strict):
+        if rescored(mode, strict):
             return [
                 self.search(q, cutoff, k, mode, since=since, distinct=distinct, strict=strict, text=text)
                 for q, cutoff, since in queries
@@ -195,7 +194,7 @@ class ArticleIndex:
     def check(self, mode: str, strict: bool = False) -> None:
         """Refuse, before any query, a search this table cannot answer: an unknown mode, a strict
         ``bm25_title``, or a dense or hybrid search of a passage table built without vectors."""
-        _check_mode(mode, strict)
+        check_mode(mode, strict)
         if mode in ("dense", "hybrid") and not self.embedded:
             raise InputError(
                 f"the index table {self.name} at {self.root} has no vectors (its passages are indexed "
@@ -349,7 +348,7 @@ class ArticleIndex:
         return IndexHit(
             doc_id=row["passage_id"] if self.passages else row["article_id"],
             published_at=row["published_at"],
-            score=float(_score(row)),
+            score=float(score(row)),
             rank=rank,
             source_id=row["article_id"] if self.passages else "",
             host=row.get("host"),
@@ -394,31 +393,5 @@ class ArticleIndex:
         return self.embed([query])[0]
 
 
-def pool_size(k: int) -> int:
-    """How many engine-ranked articles a strict or tfidf search rescores."""
-    return max(200, 20 * k)
-
-
-def _rescored(mode: str, strict: bool) -> bool:
-    """Whether a search's scores are computed here over a pool (tfidf; strict but dense)."""
-    return mode == "tfidf" or (strict and mode != "dense")
-
-
 async def _gather(fetches: list) -> list:
     return await asyncio.gather(*fetches)
-
-
-def _check_mode(mode: str, strict: bool) -> None:
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
-    if strict and mode == "bm25_title":
-        raise ValueError("strict statistics are kept for the text field, so bm25_title has no strict form")
-
-
-def _score(row: dict) -> float:
-    """Higher is better in every mode (a cosine distance becomes a similarity)."""
-    if "_rescored" in row:
-        return row["_rescored"]
-    if "_distance" in row:
-        return 1.0 - row["_distance"]
-    return row["_score"]
