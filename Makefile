@@ -12,7 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export AUGURY_SHARED_DATA := $(SHARED)
 
-.PHONY: demo test lint bench venv clean
+.PHONY: demo test lint bench venv browser clean
 
 venv: $(VENV)/.installed
 
@@ -27,7 +27,12 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 demo: venv
 	./demo.sh "$(SHARED)" "$(OUT)"
 
-test: venv
+# The report's browser test drives Debian's headless Chromium; installed when missing.
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; }
+
+test: venv browser
 	$(PY) -m pytest -q tests
 
 lint: venv

@@ -30,29 +30,16 @@ step "corpus index: dated articles -> index/articles (LanceDB: BM25, MiniLM vect
 step "LLM layer: every request kind on the embedded model (Ray Data)"
 "$PY" -m pipelines.llm_smoke --root "$OUT"
 
-# The builders below run with small limits: the embedded 270M base model is slow on CPU. Every
-# generated answer is constrained to its declared form, so answers parse; most candidates then end
-# as rejected rows of the builders' own filters, with their reasons. Daily Oracle needs 360 new
-# tokens: the filter's fixed headings and points alone take about 340.
-step "builder: TCELongBench (temporal complex events from the reported.ly live-blog articles)"
-"$PY" -m pipelines.tcelongbench --root "$OUT" --topic-hosts reported.ly --min-cluster-size 3 --min-samples 2 \
-  --limit 1 --max-articles-per-day 1 --max-article-words 100 --max-new-tokens 32
-
-step "builder: OpenForecast (complex events from Wikipedia and the Current Events Portal)"
-"$PY" -m pipelines.openforecast --root "$OUT" --demo
-
-step "builder: PROPHET (real ForecastBench questions, logprob CIL)"
+# The builders run with small limits (each declares its demo flags once, in pipelines/builders.py's
+# registry; `python -m pipelines.builders demo NAME` prints the command it runs): the embedded 270M
+# base model is slow on CPU. Every generated answer is constrained to its declared form, so answers
+# parse; most candidates then end as rejected rows of the builders' own filters, with their reasons.
 Q="$SHARED"/questions
-"$PY" -m pipelines.prophet --root "$OUT" \
-  --forecastbench "$Q"/forecastbench_2024-07-21-human.json "$Q"/forecastbench_2024-07-21_resolution_set.json \
-  --question-ids IHLIDXUS@2024-07-28,CBRE@2024-07-28,NASDAQ100@2024-08-20 \
-  --estimator logprob --rating score --num-queries 2 --search-depth 6 --top-n 4 --k-max 2 \
-  --max-new-tokens 16 --context-words 40 --rating-words 60 --cil-words 25
-
-step "builder: Daily Oracle (one question set per news day)"
-"$PY" -m pipelines.daily_oracle --root "$OUT" --from 2022-09-15 --to 2022-09-18 \
-  --publishers npr.org,chicago.suntimes.com,abc7.com --random 1 --hot 1 \
-  --max-new-tokens 360 --max-input-tokens 3072 --article-words 100
+builders=$("$PY" -m pipelines.builders names)
+for name in $builders; do
+  step "builder: $name"
+  "$PY" -m pipelines.builders demo "$name" "$OUT" "$SHARED"
+done
 
 # Answers are read both as option probabilities and as free text in the papers' forms (a reply in
 # none of them is a counted refusal); PROPHET's articles are shown as their summaries (§5).
@@ -76,4 +63,8 @@ if [ -f "$OUT/eval/leaderboard.md" ]; then
   step "leaderboard ($OUT/eval/leaderboard.md)"
   cat "$OUT/eval/leaderboard.md"
 fi
+
+step "report: static HTML pages of every benchmark and of the evaluation -> $OUT/report/"
+"$PY" -m pipelines.report --root "$OUT"
+echo "  open $OUT/report/index.html in a browser"
 exit 0

@@ -12,7 +12,8 @@ Then, on each root, OpenForecast, Daily Oracle, PROPHET, TCELongBench and the ev
 to end with the scripted backend (``bench.scale_scripts``), **each in its own process**
 (``bench.scale_run``), which reports its own peak RSS (``VmHWM``: the driver's; Ray workers are
 other processes) and wall time. Their limits are the demos' so the LLM work is the same at both
-sizes and only the reading around it can grow:
+sizes and only the reading around it can grow (each builder declares its own once, in its registry
+entry: ``pipelines.builders.Builder.scale``):
 
 * OpenForecast: ``--limit 4`` complex events (the 3 WCEP stories, 5 events each, at most 3
   documents, and 1 Wikipedia page), one timeline sample, 120 words a document;

@@ -5,17 +5,17 @@
 
 ``prepare`` writes the synthetic corpus (``bench.synthetic``), the small inputs
 (``bench.scale_inputs``) and the article index (``hashing-384``, with the index job's default
-passage tables, which the evaluation searches), unless ``--no-index``: only PROPHET,
-TCELongBench and the evaluation read it. A builder runs with the scripted backend
-(``bench.scale_scripts``) and the limits of ``config``. Either way the last stdout line is one JSON
-object: the process's own peak RSS (``VmHWM``, read before anything is counted afterwards), its
-wall time, and the outcome (rows written) or the error.
+passage tables, which the evaluation searches), unless ``--no-index``: only the builders that
+declare they read it (PROPHET, TCELongBench) and the evaluation do. A builder runs with the
+scripted backend (``bench.scale_scripts``) and the limits its registry entry declares
+(``pipelines.builders.Builder.scale``). Either way the last stdout line is one JSON object: the
+process's own peak RSS (``VmHWM``, read before anything is counted afterwards), its wall time,
+and the outcome (rows written) or the error.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 import time
@@ -26,91 +26,38 @@ from bench.retrieval import _peak_rss_mb
 from bench.scale_inputs import STORIES, TEST_START, hosts, questions_uri, write_inputs
 from bench.scale_scripts import SCRIPTS
 from bench.synthetic import write_corpus
+from pipelines import builders
 from udfs import storage
 
-BUILDERS = ("openforecast", "daily_oracle", "prophet", "tcelongbench", "evaluate")
-SEARCHING = frozenset({"prophet", "tcelongbench", "evaluate"})  # read the article index
+SCALED = {name: b for name, b in builders.registry().items() if b.scale is not None}
+BUILDERS = (*SCALED, "evaluate")  # every builder that declares its scale-bench limits, then the evaluation
+SEARCHING = frozenset({name for name, b in SCALED.items() if b.inputs.index} | {"evaluate"})  # read the index
 
 
 def config(name: str, root: str) -> Any:
-    """The Config of one builder: its demo-style limits, so its LLM work does not grow with the
-    corpus (see ``bench.scale``)."""
+    """The Config of one run: a builder's declared limits (``Builder.scale``; the demos' limits,
+    so its LLM work does not grow with the corpus, see ``bench.scale``), or the evaluation's."""
     from pipelines.llm.config import LLMConfig
 
     llm = LLMConfig(backend="scripted", script=SCRIPTS[name])
-    if name == "openforecast":
-        from pipelines.openforecast.config import Config
-
-        return Config(
-            root=root,
-            llm=llm,
-            wcep_stories=tuple(STORIES),
-            wcep_min_events=5,
-            max_docs=3,
-            max_doc_words=120,
-            timeline_samples=1,
-            min_timeline_events=3,
-            test_start=TEST_START,
-            limit=4,
-        )
-    if name == "daily_oracle":
-        from pipelines.daily_oracle.config import Config
-
-        return Config(root=root, llm=llm, publishers=hosts(), article_words=200, limit=2)
-    if name == "prophet":
-        from pipelines.prophet.config import Config
-
-        return Config(
-            root=root,
-            llm=llm,
-            questions=questions_uri(root),
-            limit=2,
-            estimator="logprob",
-            rating="score",
-            num_queries=3,
-            search_depth=10,
-            top_n=6,
-            k_max=2,
-            context_words=40,
-            rating_words=60,
-            cil_words=25,
-        )
-    if name == "tcelongbench":
-        from pipelines.tcelongbench.config import Config
-
-        return Config(
-            root=root,
-            llm=llm,
-            encoder="hashing-384",
-            limit=1,
-            max_articles_per_day=1,
-            max_article_words=100,
-            # the LLM work grows with the TCE's days, and the denser corpus gives its first TCE
-            # more of them (8 and 16 days with 5..30; 10 and 30 eval items before long clusters
-            # were split): a week at most keeps it about the same at both sizes (8 and 6 days)
-            max_span_days=7,
-        )
     if name == "evaluate":
         from pipelines.evaluate.run import Config
 
         return Config(root=root, llm=llm, question_files=(questions_uri(root),), limit=3, k=3, doc_words=80)
-    raise ValueError(f"no builder {name!r}; one of {', '.join(BUILDERS)}")
-
-
-MODULES = {
-    "openforecast": "pipelines.openforecast.build",
-    "daily_oracle": "pipelines.daily_oracle.build",
-    "prophet": "pipelines.prophet.build",
-    "tcelongbench": "pipelines.tcelongbench.build",
-    "evaluate": "pipelines.evaluate.run",
-}
+    builder = SCALED[name]
+    inputs = builders.ScaleInputs(root, hosts(), tuple(STORIES), TEST_START, questions_uri(root))
+    return builder.config(root=root, llm=llm, **builder.scale(inputs))
 
 
 def run_builder(name: str, root: str) -> int | None:
     """Run one builder on ``root``; the evaluation returns its results written, a builder None
     (its eval items are counted from disk once the peak is read)."""
-    outcome = importlib.import_module(MODULES[name]).run(config(name, root))
-    return len(outcome.results) if name == "evaluate" else None
+    if name == "evaluate":
+        from pipelines.evaluate.run import run
+
+        return len(run(config(name, root)).results)
+    SCALED[name].run(config(name, root))
+    return None
 
 
 def eval_items(root: str, name: str) -> int:

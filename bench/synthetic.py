@@ -68,6 +68,21 @@ VOCAB_SEED = 20_240_101
 
 
 @dataclass(frozen=True)
+class Shape:
+    """How the corpus is spread and how long its articles are (the defaults: the retrieval bench's)."""
+
+    days: int = DAYS  # publication days from START
+    words: tuple[int, int] = (MIN_WORDS, MAX_WORDS)  # body words, uniform in this range
+    paragraph_words: int | None = None  # mean words of a paragraph (one per line); None: one line
+
+    @classmethod
+    def long_articles(cls, mean_words: int, days: int) -> Shape:
+        """Bodies of ``mean_words`` words on average (from half to 1.5 times that) in paragraphs
+        of about 60 words, over ``days`` days: a news corpus of long reports."""
+        return cls(days, (max(1, mean_words // 2), mean_words * 3 // 2), 60)
+
+
+@dataclass(frozen=True)
 class Query:
     text: str
     cutoff: dt.datetime  # aware UTC, microseconds; articles strictly before it are eligible
@@ -140,21 +155,26 @@ def _cdf(weights: np.ndarray) -> np.ndarray:
     return cdf
 
 
-def day_counts(n: int, seed: int) -> tuple[np.ndarray, int]:
+def day_counts(n: int, seed: int, days: int = DAYS) -> tuple[np.ndarray, int]:
     """Articles per day over the span, and the number of undated articles (sum = ``n``)."""
     rng = np.random.default_rng([seed, 0])
-    p = np.full(DAYS + 1, (1 - UNDATED_SHARE) / DAYS)
+    p = np.full(days + 1, (1 - UNDATED_SHARE) / days)
     p[-1] = UNDATED_SHARE
     counts = rng.multinomial(n, p)
     return counts[:-1], int(counts[-1])
 
 
 def _articles(
-    vocab: Vocabulary, rng: np.random.Generator, n: int, times: np.ndarray | None, key: str
+    vocab: Vocabulary,
+    rng: np.random.Generator,
+    n: int,
+    times: np.ndarray | None,
+    key: str,
+    shape: Shape = Shape(),
 ) -> dict[str, list]:
     """``n`` articles: ``times`` are their publish times (µs since the epoch), None when undated;
     ``key`` makes their URLs unique."""
-    lengths = rng.integers(MIN_WORDS, MAX_WORDS + 1, n)
+    lengths = rng.integers(shape.words[0], shape.words[1] + 1, n)
     words = vocab.tokens(rng, int(lengths.sum())).tolist()
     ends = np.cumsum(lengths).tolist()
     title_lengths = rng.integers(TITLE_WORDS[0], TITLE_WORDS[1] + 1, n)
@@ -163,10 +183,18 @@ def _articles(
     hosts = vocab.hosts[np.searchsorted(vocab.host_cdf, rng.random(n), side="right")].tolist()
     crawl_lag = rng.integers(0, 3 * DAY_US, n)
     # the crawl time is all an undated article has
-    crawled = (rng.integers(_us(START), _us(END), n) if times is None else times) + crawl_lag
+    end = _us(START) + shape.days * DAY_US
+    crawled = (rng.integers(_us(START), end, n) if times is None else times) + crawl_lag
+    breaks = None
+    if shape.paragraph_words:  # a paragraph ends after a word with probability 1/mean
+        breaks = (rng.random(len(words)) < 1 / shape.paragraph_words).tolist()
     cols: dict[str, list] = {c: [] for c in ARTICLES.schema.names}
     for i in range(n):
-        text = " ".join(words[ends[i] - lengths[i] : ends[i]])
+        span = range(ends[i] - lengths[i], ends[i])
+        if breaks is None:
+            text = " ".join(words[ends[i] - lengths[i] : ends[i]])
+        else:
+            text = "".join(words[j] + ("\n" if breaks[j] and j < span[-1] else " ") for j in span).strip()
         title = " ".join(title_words[title_ends[i] - title_lengths[i] : title_ends[i]]).capitalize()
         url = f"https://{hosts[i]}/news/{'-'.join(title.lower().split()[:4])}-{key}-{i}"
         published = None if times is None else _datetime(times[i])
@@ -198,23 +226,27 @@ def _datetime(us: int) -> dt.datetime:
     return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=int(us))
 
 
-def day_articles(vocab: Vocabulary, seed: int, day: int, count: int) -> dict[str, list]:
+def day_articles(
+    vocab: Vocabulary, seed: int, day: int, count: int, shape: Shape = Shape()
+) -> dict[str, list]:
     """The ``count`` articles of day ``day`` (0 = START), in publish order."""
     rng = np.random.default_rng([seed, 1, day])
     times = np.sort(rng.integers(0, DAY_US, count)) + _us(START) + day * DAY_US
-    return _articles(vocab, rng, count, times, f"d{day}")
+    return _articles(vocab, rng, count, times, f"d{day}", shape)
 
 
-def undated_articles(vocab: Vocabulary, seed: int, block: int, count: int) -> dict[str, list]:
+def undated_articles(
+    vocab: Vocabulary, seed: int, block: int, count: int, shape: Shape = Shape()
+) -> dict[str, list]:
     rng = np.random.default_rng([seed, 2, block])
-    return _articles(vocab, rng, count, None, f"u{block}")
+    return _articles(vocab, rng, count, None, f"u{block}", shape)
 
 
-def chunks(n: int, seed: int, chunk_articles: int = 20_000) -> Iterator[pa.Table]:
+def chunks(n: int, seed: int, chunk_articles: int = 20_000, shape: Shape = Shape()) -> Iterator[pa.Table]:
     """The corpus as tables of about ``chunk_articles`` articles (whole days; the undated articles
     spread over the chunks), in the ARTICLES schema."""
     vocab = vocabulary()
-    counts, undated = day_counts(n, seed)
+    counts, undated = day_counts(n, seed, shape.days)
     blocks = [min(UNDATED_BLOCK, undated - s) for s in range(0, undated, UNDATED_BLOCK)]
     pending: dict[str, list] = {c: [] for c in ARTICLES.schema.names}
     rows = blocks_done = 0
@@ -225,10 +257,10 @@ def chunks(n: int, seed: int, chunk_articles: int = 20_000) -> Iterator[pa.Table
         return len(articles["article_id"])
 
     for days_done, count in enumerate(counts.tolist(), 1):
-        rows += add(day_articles(vocab, seed, days_done - 1, count))
-        last = days_done == DAYS
-        while blocks_done < len(blocks) and (last or blocks_done < len(blocks) * days_done // DAYS):
-            rows += add(undated_articles(vocab, seed, blocks_done, blocks[blocks_done]))
+        rows += add(day_articles(vocab, seed, days_done - 1, count, shape))
+        last = days_done == shape.days
+        while blocks_done < len(blocks) and (last or blocks_done < len(blocks) * days_done // shape.days):
+            rows += add(undated_articles(vocab, seed, blocks_done, blocks[blocks_done], shape))
             blocks_done += 1
         if rows >= chunk_articles or last:
             yield pa.Table.from_pydict(pending, schema=ARTICLES.schema)
@@ -236,7 +268,9 @@ def chunks(n: int, seed: int, chunk_articles: int = 20_000) -> Iterator[pa.Table
             rows = 0
 
 
-def write_corpus(root: str, n: int, seed: int = 0, chunk_articles: int = 20_000) -> dict[str, Any]:
+def write_corpus(
+    root: str, n: int, seed: int = 0, chunk_articles: int = 20_000, shape: Shape = Shape()
+) -> dict[str, Any]:
     """Write ``n`` synthetic articles to ``ROOT/corpus/articles`` (replacing what was there), hive-
     partitioned by ``published_date``, one chunk at a time; returns a summary."""
     started = time.perf_counter()
@@ -247,7 +281,7 @@ def write_corpus(root: str, n: int, seed: int = 0, chunk_articles: int = 20_000)
     fs.create_dir(path, recursive=True)
     partitioning = ds.partitioning(pa.schema([ARTICLES.schema.field("published_date")]), flavor="hive")
     written = undated = chunk_count = 0
-    for number, table in enumerate(chunks(n, seed, chunk_articles)):
+    for number, table in enumerate(chunks(n, seed, chunk_articles, shape)):
         ds.write_dataset(
             table,
             path,
@@ -257,7 +291,7 @@ def write_corpus(root: str, n: int, seed: int = 0, chunk_articles: int = 20_000)
             existing_data_behavior="overwrite_or_ignore",
             basename_template=f"part-{number:05d}-{{i}}.parquet",
             max_rows_per_group=64 * 1024,
-            max_partitions=DAYS + 1,
+            max_partitions=shape.days + 1,
         )
         written += table.num_rows
         undated += table["published_at"].null_count
@@ -271,7 +305,7 @@ def write_corpus(root: str, n: int, seed: int = 0, chunk_articles: int = 20_000)
         "undated": undated,
         "chunks": chunk_count,
         "start": START.isoformat(),
-        "end": END.isoformat(),
+        "end": (START + dt.timedelta(days=shape.days)).isoformat(),
         "seed": seed,
         "files": len(stored),
         "bytes": sum(i.size for i in stored),

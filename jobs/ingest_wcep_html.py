@@ -30,7 +30,7 @@ from pyspark.sql import SparkSession
 from jobs import source_tables as st
 from jobs.spark import corpus_session, spark_session
 from udfs import storage, wcep, wcep_html
-from udfs.report import RunSummary
+from udfs.report import RunSummary, log_to_stderr
 from udfs.schemas import WCEP_EVENTS
 from udfs.wikitext import input_stem
 
@@ -135,6 +135,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--root", required=True, help="output root: a path, file:// or s3:// URI")
     parser.add_argument("inputs", nargs="+", help="JSON Lines files and RSS feeds, or globs (local or s3://)")
     args = parser.parse_args(argv)
+    log_to_stderr()
     run(Config(root=args.root, inputs=args.inputs))
 
 

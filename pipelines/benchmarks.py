@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from pipelines.llm.stage import StageRunner
 from udfs import storage
+from udfs.card_quality import quality_markdown
 from udfs.eval_items import items_table
 from udfs.layout import Layout
 from udfs.report import parse_failures
@@ -69,13 +70,23 @@ def llm_cost(runner: StageRunner) -> dict[str, Any]:
 
 
 def write_card(
-    root: str, name: str, runner: StageRunner, counts: dict[str, Any], config: Any
+    root: str,
+    name: str,
+    runner: StageRunner,
+    counts: dict[str, Any],
+    config: Any,
+    quality: dict[str, Any] | None = None,
+    steps: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Write ``dataset_card.json`` and ``dataset_card.md`` for a benchmark and return the card."""
+    """Write ``dataset_card.json`` and ``dataset_card.md`` for a benchmark and return the card
+    (``quality``: its quality section, ``udfs.card_quality``; ``steps``: every step of the run
+    in order, rows in, kept and rejected by reason)."""
     card = {
         "benchmark": name,
         "built_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "counts": counts,
+        **({"quality": quality} if quality is not None else {}),
+        **({"steps": steps} if steps is not None else {}),
         "config": plain(config),
         "model": {"backend": runner.llm.backend, "model": runner.llm.model},
         "prompt_versions": dict(sorted(runner.prompts_used.items())),
@@ -88,9 +99,26 @@ def write_card(
 
 
 def card_markdown(card: dict[str, Any]) -> str:
-    """The card as Markdown: counts, model and prompts, LLM cost per stage, configuration."""
+    """The card as Markdown: counts, steps, quality, model and prompts, LLM cost per stage,
+    configuration."""
     lines = [f"# {card['benchmark']} — dataset card", "", f"Built {card['built_at']}.", "", "## Counts", ""]
     lines += _dict_lines(card["counts"])
+    if card.get("steps"):
+        lines += [
+            "",
+            "## Steps",
+            "",
+            "| step | unit | in | kept | rejected |",
+            "| --- | --- | ---: | ---: | --- |",
+        ]
+        lines += [
+            f"| {s['step']} | {s['unit']} | {s['read']} | {s['kept']} | "
+            + (", ".join(f"{r} {n}" for r, n in s["rejected"].items()) or "—")
+            + " |"
+            for s in card["steps"]
+        ]
+    if card.get("quality"):
+        lines += ["", *quality_markdown(card["quality"])]
     lines += [
         "",
         "## Model and prompts",

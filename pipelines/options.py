@@ -6,7 +6,8 @@ print the requests and token estimates of each stage and write nothing; ``--seed
 seed of every draw, sample and shuffle; ``--limit N`` at most N of the entry point's units (a
 question, a day, a complex event, a TCE; for the evaluation, items per benchmark and task);
 ``--max-new-tokens`` (LLM group) caps every generated answer. An entry point's ``Config``
-derives from ``RunOptions`` (or ``StageOptions`` when it has no seeded work or units) and adds
+derives from ``RunOptions`` (a builder's from ``BuildOptions``, which adds the ``--quality-*``
+thresholds; ``StageOptions`` when it has no seeded work or units) and adds
 its own ``udfs.cli.option`` fields (a ``__post_init__`` of its own calls ``super().__post_init__()``
 first, so the Python API checks ranges and choices too); ``main`` gives it its command line.
 """
@@ -18,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipelines.llm.config import LLMConfig, llm_option
-from udfs.cli import check_options, option, run_cli
+from udfs.cli import check_options, nested, option, run_cli
+from udfs.quality import QualityOptions
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,13 @@ class RunOptions(StageOptions):
         "benchmark and task), taken in a fixed order",
         min=1,
     )
+
+
+@dataclass(frozen=True)
+class BuildOptions(RunOptions):
+    """``RunOptions`` of a benchmark builder, plus the thresholds of its quality gate."""
+
+    quality: QualityOptions = nested(QualityOptions, title="quality gate (every item, before it is written)")
 
 
 def main(

@@ -113,7 +113,8 @@ def run(config: Config) -> RunSummary:
     if not storage.exists(config.queries):
         raise InputError(f"no such queries table: {config.queries}")
     table = passage_table(config.passage_words) if config.passage_words else TABLE
-    ArticleIndex(config.root, table)  # a missing passage table is an error before any work
+    # a missing passage table, or its vectors for a dense search: an error before any work
+    ArticleIndex(config.root, table).check(config.mode, config.strict)
     _check_out(config)
     summary = RunSummary(f"retrieve: {table} ({config.mode}, k={config.k})")
     ensure_ray(LLMConfig())

@@ -136,6 +136,20 @@ def ray_local(local_model_dir):
 
 
 @pytest.fixture(scope="session")
+def toy_index(tmp_path_factory, ray_local) -> str:
+    """A root holding the evaluation tests' toy articles (invented news about a river port,
+    ``tests/fixtures/evaluate``) and their article index. Treat it as read-only."""
+    from pipelines.index import build as index_build
+    from pipelines.index.config import Config as IndexConfig
+    from tests.fixtures.evaluate.data import write_articles
+
+    root = str(tmp_path_factory.mktemp("toy_index") / "root")
+    write_articles(root)
+    index_build.run(IndexConfig(root=root))
+    return root
+
+
+@pytest.fixture(scope="session")
 def corpus_root(tmp_path_factory, spark, shared_data, ray_local) -> str:
     """A root holding the real corpus, built once per session by the real Spark jobs from the
     sample data: CC-NEWS articles (news-please), the dbpedia minidump plus the WCEP wikitext

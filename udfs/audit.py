@@ -38,23 +38,13 @@ _EDGES = re.compile(r"^[\W_]+|[\W_]+$")
 class EventKey:
     """What one event of a benchmark is, and where to find it: the native tables (under
     ``benchmarks/<name>/``) whose ``id_column`` holds an item's ``source_id`` and whose
-    ``key_column`` names the item's event."""
+    ``key_column`` names the item's event. Each builder declares its own
+    (``pipelines.builders.Builder.event``)."""
 
     event: str
     tables: tuple[str, ...]
     id_column: str
     key_column: str
-
-
-# The one place that knows each builder's events; a benchmark not listed gets no split check.
-EVENT_KEYS: dict[str, EventKey] = {
-    "openforecast": EventKey(
-        "complex event", ("mcnc", "mcac", "vqa", "stf", "ltf", "aqa"), "sample_id", "ce_id"
-    ),
-    "tcelongbench": EventKey("TCE", ("qa_detail", "qa_order", "qa_forecast"), "qa_id", "tce_id"),
-    "prophet": EventKey("question", ("questions",), "question_id", "question_id"),
-    "daily_oracle": EventKey("source article", ("tf_questions", "mc_questions"), "question_id", "article_id"),
-}
 
 
 @dataclass

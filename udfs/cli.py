@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from udfs import storage
+from udfs.report import log_to_stderr
 
 _MISSING: Any = dataclasses.MISSING
 _KEY = "augury_cli"
@@ -374,6 +375,7 @@ def run_cli(
     """Parse, set up logging, run; an ``InputError`` ends the process with one line and status 2."""
     config = parse(cls, argv, prog, description, presets)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_to_stderr()  # a no-op basicConfig (the root logger set up before) must not silence them
     try:
         return run(config)
     except InputError as exc:

@@ -57,14 +57,20 @@ def embed(texts: Sequence[str], name: str = DEFAULT_ENCODER, batch_size: int = 6
 
 def _hashed(texts: Sequence[str], dim: int) -> np.ndarray:
     """Feature hashing of lowercase words into ``dim`` buckets (blake2b, so the same on every
-    machine and process), L2-normalised; a text with no word is the zero vector."""
-    out = np.zeros((len(texts), dim), dtype=np.float32)
+    machine and process), L2-normalised; a text with no word is the zero vector. A word's hash is
+    computed once a process (``_word_hash``), the counts in one ``bincount``."""
+    cells: list[int] = []
     for row, text in enumerate(texts):
-        for word in _WORD.findall((text or "").lower()):
-            bucket = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
-            out[row, bucket % dim] += 1.0
+        cells += [row * dim + _word_hash(word) % dim for word in _WORD.findall((text or "").lower())]
+    counts = np.bincount(np.asarray(cells, dtype=np.int64), minlength=len(texts) * dim)
+    out = counts.astype(np.float32).reshape(len(texts), dim)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     return np.divide(out, norms, out=out, where=norms > 0)
+
+
+@functools.lru_cache(maxsize=1 << 20)
+def _word_hash(word: str) -> int:
+    return int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
 
 
 def cosine_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -42,9 +42,10 @@ ARTICLE_COLUMNS = ["article_id", "published_at", "host", "title", "text", "near_
 _PARTITION = r"published_date=(?P<day>\d{4}-\d{2}-\d{2})"
 
 
-def index_schema(dim: int, passages: bool = False) -> pa.Schema:
+def index_schema(dim: int | None, passages: bool = False) -> pa.Schema:
     """The index table: one row per dated article (or per passage of one), with its
-    ``dim``-dimensional embedding."""
+    ``dim``-dimensional embedding (``None``: no embedding, a full-text-only passage table)."""
+    vector = [pa.field("vector", pa.list_(pa.float32(), dim), nullable=False)] if dim else []
     return pa.schema(
         [pa.field("passage_id", pa.string(), nullable=False)] * passages
         + [
@@ -57,8 +58,8 @@ def index_schema(dim: int, passages: bool = False) -> pa.Schema:
                 "text", pa.string(), nullable=False
             ),  # title + lead, or the passage: what BM25 and the encoder see
             pa.field("near_duplicate_of", pa.string()),  # the kept article this one nearly repeats
-            pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
         ]
+        + vector
     )
 
 

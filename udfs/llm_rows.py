@@ -112,9 +112,20 @@ def sample_seed(base_seed: int, prompt_text: str, sample_index: int) -> int:
 def request_key(
     model: str, mode: str, prompt_text: str, sampling: dict[str, Any], score_ids: list[int]
 ) -> str:
-    """Content hash of everything that determines an engine's answer. Greedy decoding ignores
-    the seed, so identical greedy prompts collapse whatever their sample index."""
-    relevant = {k: v for k, v in sampling.items() if not (k == "seed" and sampling["temperature"] == 0)}
+    """Content hash of everything that determines an engine's answer (see ``sampling_key``)."""
+    return keyed(model, mode, prompt_text, sampling_key(mode, sampling), score_ids)
+
+
+def sampling_key(mode: str, sampling: dict[str, Any]) -> str:
+    """The sampling parameters that decide an answer, as JSON with sorted keys: none for a scoring
+    request, and no seed for greedy decoding, so identical greedy prompts collapse whatever their
+    sample index."""
     if mode == SCORE:
-        relevant = {}
-    return stable_id(model, mode, prompt_text, json.dumps(relevant, sort_keys=True), tuple(score_ids))
+        return "{}"
+    relevant = {k: v for k, v in sampling.items() if not (k == "seed" and sampling["temperature"] == 0)}
+    return json.dumps(relevant, sort_keys=True)
+
+
+def keyed(model: str, mode: str, prompt_text: str, sampling_json: str, score_ids: list[int]) -> str:
+    """``request_key`` of sampling parameters already in ``sampling_key``'s form."""
+    return stable_id(model, mode, prompt_text, sampling_json, tuple(score_ids))

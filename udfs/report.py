@@ -133,13 +133,14 @@ def combined_table(summaries: list[RunSummary], title: str) -> str:
 
 class Progress:
     """Work done out of ``total``: a tqdm bar on a terminal; in a log (stderr is no terminal) one
-    line at every tenth of the work, naming ``desc``, instead of a bar redrawn many times (at
-    every update when the total is unknown)."""
+    line at every tenth of the work, naming ``desc``, with the rate and the time left, instead of
+    a bar redrawn many times."""
 
-    def __init__(self, desc: str, total: int | None, log: logging.Logger):
-        self.desc, self.total, self.log, self.done = desc, total, log, 0
-        self.bar = tqdm(desc=desc, total=total) if sys.stderr.isatty() else None
+    def __init__(self, desc: str, total: int, log: logging.Logger, unit: str = "items"):
+        self.desc, self.total, self.log, self.unit, self.done = desc, total, log, unit, 0
+        self.bar = tqdm(desc=desc, total=total, unit=unit) if sys.stderr.isatty() else None
         self.logged = 0  # tenths logged
+        self.started = time.monotonic()
 
     def update(self, n: int = 1) -> None:
         if not n:
@@ -148,14 +149,53 @@ class Progress:
         if self.bar is not None:
             self.bar.update(n)
             return
-        tenths = 10 * self.done // max(1, self.total) if self.total is not None else None
-        if tenths is None or tenths > self.logged:
-            self.logged = tenths or 0
-            self.log.info("%s: %d/%s", self.desc, self.done, "?" if self.total is None else self.total)
+        tenths = 10 * self.done // max(1, self.total)
+        if tenths > self.logged:
+            self.logged = tenths
+            rate = self.done / max(time.monotonic() - self.started, 1e-9)
+            left = max(0, self.total - self.done) / rate
+            self.log.info(
+                "%s: %d/%d %s (%d%%), %s/s, ETA %s",
+                self.desc,
+                self.done,
+                self.total,
+                self.unit,
+                100 * self.done // max(1, self.total),
+                f"{rate:.3g}",
+                duration(left),
+            )
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def duration(seconds: float) -> str:
+    """A time span for people: ``42 s``, ``3 min 20 s``, ``2 h 05 min``."""
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+def log_to_stderr() -> None:
+    """Make ``augury.*`` loggers print INFO records whatever was done to the root logger (Ray,
+    a library, or nobody configured it): their level is INFO, and they get a handler of their own
+    on stderr unless a root handler already prints INFO records (pytest's, a ``basicConfig``'s);
+    with their own, they no longer pass records on to the root's handlers, so no line is printed
+    twice."""
+    augury = logging.getLogger("augury")
+    augury.setLevel(logging.INFO)
+    if any(h.level <= logging.INFO for h in logging.getLogger().handlers):
+        return
+    if not any(getattr(h, "augury", False) for h in augury.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.augury = True  # type: ignore[attr-defined]
+        augury.addHandler(handler)
+        augury.propagate = False
 
 
 def progress(items: Sequence[T], desc: str, log: logging.Logger) -> Iterator[T]:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pyarrow.dataset as ds
 
+from pipelines import builders
 from pipelines.evaluate.inputs import discover_benchmarks, read_benchmark_items
 from pipelines.evaluate.report import result_tables
 from udfs import audit, storage
@@ -136,13 +137,13 @@ def audit_benchmark(root: str, name: str, has_items: bool, models: list[str]) ->
 
 
 def check_splits(root: str, items: list[dict[str, Any]], result: audit.BenchmarkAudit) -> None:
-    """The split check through the benchmark's event key; skipped, with a note, for a benchmark
-    whose events ``udfs.audit.EVENT_KEYS`` does not know."""
-    spec = audit.EVENT_KEYS.get(result.name)
+    """The split check through the event key its builder declares; skipped, with a note, for a
+    benchmark no registered builder declares one for (``pipelines.builders``)."""
+    spec = builders.event_key(result.name)
     if spec is None:
         result.skipped.add("split_overlap")
         result.notes.append(
-            f"split check skipped: no event key known for {result.name} (udfs.audit.EVENT_KEYS)"
+            f"split check skipped: no builder of {result.name} declares its events (pipelines.builders)"
         )
         return
     unmapped = audit.check_splits(items, event_keys(root, result.name, spec), spec.event, result)

@@ -12,7 +12,9 @@ import logging
 from collections import Counter
 from typing import Any
 
+from pipelines.builders import Build
 from pipelines.daily_oracle.config import Config
+from pipelines.daily_oracle.state import State
 from pipelines.llm.ledger import Ledger
 from udfs import storage
 from udfs.daily_oracle.selection import check_same_day, prefilter, select_day
@@ -26,6 +28,13 @@ def corpus_days(root: str) -> list[dt.date]:
     """Every publication day in the corpus, from its partition names: no row is read (undated
     articles have no day)."""
     return sorted(storage.partition_values(ARTICLES.dataset(root), "published_date"))
+
+
+def select(b: Build[Config], s: State) -> None:
+    """Pre-filter and pick the articles of every pending day (``select_articles``), counted in
+    the ``prefilter`` and ``select`` steps (``count_selection``)."""
+    s.articles, s.prefiltered = select_articles(b.config, s.pending)
+    count_selection(b.ledger, s.articles, s.prefiltered)
 
 
 def select_articles(

@@ -11,26 +11,22 @@ the dataset card over every built day. See docs/daily_oracle.md.
 
 from __future__ import annotations
 
-import datetime as dt
-import json
-import logging
-from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
-
-from pipelines.daily_oracle import days as day_marks
-from pipelines.daily_oracle import outputs
-from pipelines.daily_oracle.articles import count_selection, select_articles
+from pipelines.builders import Build, Builder, Demo, Inputs, Result, ScaleInputs
+from pipelines.daily_oracle.articles import select
 from pipelines.daily_oracle.config import NAME, Config
+from pipelines.daily_oracle.days import pending_days
 from pipelines.daily_oracle.judge import categorise, score
+from pipelines.daily_oracle.outputs import finish
 from pipelines.daily_oracle.qa import add_distractors, generate_questions, summarise
-from pipelines.llm.ledger import Ledger
-from pipelines.llm.stage import StagePlan, StageRunner
-from udfs.report import RunSummary
+from pipelines.daily_oracle.state import State
+from pipelines.evaluate.context import RetrievalConfig
+from pipelines.llm.stage import StagePlan
+from pipelines.quality import Quality
+from udfs.audit import EventKey
+from udfs.retrieval import DAILY_ORACLE_START
 from udfs.schemas import ARTICLES
-
-log = logging.getLogger("augury.daily_oracle")
 
 PLAN_NOTE = (
     "note: a stage only sees the rows whose earlier stages' answers are cached; once those run, "
@@ -38,71 +34,57 @@ PLAN_NOTE = (
 )
 
 
-@dataclass
-class Result:
-    """What a run did: days built (and marked done), skipped (built already) and left unmarked
-    (with the reason), this run's rows, summaries, LLM requests computed, the card and (``--plan``)
-    the stage plans."""
+def plan_text(b: Build[Config], s: State) -> str:
+    """What a run would send: the pending days, the picked articles and each stage's plan."""
+    days = f"{len(s.pending)} pending days ({s.pending[0]} .. {s.pending[-1]})"
+    head = f"daily_oracle plan: {days}, {len(s.articles)} articles picked"
+    return "\n".join([head, StagePlan.table(b.runner.plans), PLAN_NOTE])
 
-    days_built: list[dt.date]
-    days_skipped: list[dt.date]
-    tables: dict[str, pa.Table]
-    summaries: list[RunSummary]
-    requests_computed: int
-    card: dict[str, Any] | None
-    days_unmarked: dict[dt.date, str] = field(default_factory=dict)
-    plans: list[StagePlan] = field(default_factory=list)
+
+def details(s: State) -> dict[str, Any]:
+    """The days a run built (and marked done), skipped (built already) and left unmarked (why)."""
+    return {"days_built": s.built, "days_skipped": s.skipped, "days_unmarked": s.unmarked}
+
+
+def scale(inputs: ScaleInputs) -> dict[str, Any]:
+    """``bench.scale``: the two oldest days, every synthetic host a publisher."""
+    return {"publishers": inputs.hosts, "article_words": 200, "limit": 2}
+
+
+BUILDER = Builder(
+    name=NAME,
+    config=Config,
+    inputs=Inputs((ARTICLES,)),
+    state=State,
+    steps=(pending_days, select, summarise, generate_questions, add_distractors, score, categorise),
+    finish=finish,
+    tables={name: ("date",) for name in ("selection", "tf_questions", "mc_questions", "rejected")},
+    event=EventKey("source article", ("tf_questions", "mc_questions"), "question_id", "article_id"),
+    # §5: top 5 articles of 512 words, published in [2019-01-01, the item's cutoff)
+    retrieval=RetrievalConfig(k=5, doc_words=512, since=DAILY_ORACLE_START, strict=True),
+    # 360 new tokens: the filter's fixed headings and points alone take about 340
+    demo=Demo(
+        "Daily Oracle (one question set per news day)",
+        (
+            *("--from", "2022-09-15", "--to", "2022-09-18"),
+            *("--publishers", "npr.org,chicago.suntimes.com,abc7.com", "--random", "1", "--hot", "1"),
+            *("--max-new-tokens", "360", "--max-input-tokens", "3072", "--article-words", "100"),
+        ),
+    ),
+    scale=scale,
+    plan=plan_text,
+    details=details,
+    quality=Quality(
+        prompts=("daily_oracle.qa",),
+        paper={
+            "questions": "31,510 over 2020–2024: 16,783 yes/no and 14,727 multiple choice (53% yes/no)",
+            "questions per day": "17.2 on average, at most 24",
+            "multiple-choice openers": '"What will" 27.3%, "Who will" 21.2%, "Which … will" 18.4%',
+        },
+    ),
+)
 
 
 def run(config: Config) -> Result:
     """Build every pending day; with ``plan``, print what the run would send and write nothing."""
-    runner = StageRunner(config.root, NAME, config.llm, force=config.force, plan_only=config.plan)
-    ledger = Ledger(runner)
-    ledger.inputs(ARTICLES)
-    requested = day_marks.requested_days(config)
-    pending, skipped = requested.pending, requested.skipped
-    if not pending:
-        return _nothing_pending(config, runner, ledger, skipped)
-
-    articles, prefiltered = select_articles(config, pending)
-    count_selection(ledger, articles, prefiltered)
-    summarise(ledger, articles, config)
-    questions = generate_questions(ledger, articles, config)
-    add_distractors(ledger, questions, config)
-    score(ledger, questions, config)
-    categorise(ledger, [q for q in questions if q.alive])
-    if config.plan:
-        print(plan_text(pending, len(articles), runner.plans))
-        return Result([], skipped, {}, ledger.summaries, 0, None, plans=runner.plans)
-
-    versions = json.dumps(dict(sorted(runner.prompts_used.items())), sort_keys=True)
-    tf, mc = outputs.kept_rows(questions, config, versions)
-    outputs.account(ledger, articles, questions)
-    tables = outputs.tables(articles, tf, mc, ledger)
-    day_marks.clear_marks(config.root, pending)  # a forced day is done again only once rewritten
-    outputs.write_days(config.root, pending, tables)
-    unmarked = day_marks.mark_days(config.root, pending, articles, questions, prefiltered)
-    day_marks.count_days(ledger, pending, unmarked)
-    built = [d for d in pending if d not in unmarked]
-    card = outputs.write_outputs(config, runner, built, skipped, unmarked)
-    ledger.check()
-    print(ledger.table())
-    computed = sum(s.metrics.get("requests_computed", 0) for s in runner.summaries)
-    return Result(built, skipped, tables, ledger.summaries, computed, card, unmarked)
-
-
-def plan_text(pending: list[dt.date], n_articles: int, plans: list[StagePlan]) -> str:
-    """What a run would send: the pending days, the picked articles and each stage's plan."""
-    days = f"{len(pending)} pending days ({pending[0]} .. {pending[-1]})"
-    head = f"daily_oracle plan: {days}, {n_articles} articles picked"
-    return "\n".join([head, StagePlan.table(plans), PLAN_NOTE])
-
-
-def _nothing_pending(config: Config, runner: StageRunner, ledger: Ledger, skipped: list[dt.date]) -> Result:
-    """No day to build: rewrite eval_items and the card if they lag behind the day markers."""
-    card = None
-    if skipped and not config.plan and not outputs.outputs_current(config.root):
-        log.info("eval_items or the dataset card is missing or behind the day markers: rewriting them")
-        card = outputs.write_outputs(config, runner, [], skipped, {})
-    print(f"daily_oracle: nothing to build ({len(skipped)} requested days already built)")
-    return Result([], skipped, {}, ledger.summaries, 0, card)
+    return BUILDER.run(config)

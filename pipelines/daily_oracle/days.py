@@ -12,8 +12,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from pipelines.builders import Build
 from pipelines.daily_oracle.articles import corpus_days
 from pipelines.daily_oracle.config import NAME, Config
+from pipelines.daily_oracle.state import State
 from pipelines.llm.ledger import Ledger
 from udfs import storage
 from udfs.daily_oracle.rows import day_counts
@@ -36,6 +38,14 @@ class Days:
     pending: list[dt.date]
     skipped: list[dt.date]
     deferred: list[dt.date]
+
+
+def pending_days(b: Build[Config], s: State) -> None:
+    """The run's days (``requested_days``); with none pending, the run has nothing to build."""
+    days = requested_days(b.config)
+    s.pending, s.skipped = days.pending, days.skipped
+    if not s.pending:
+        b.stop(f"nothing to build ({len(s.skipped)} requested days already built)")
 
 
 def requested_days(config: Config) -> Days:
@@ -67,15 +77,14 @@ def clear_marks(root: str, days: list[dt.date]) -> None:
         storage.delete(day_uri(root, day))
 
 
-def mark_days(
-    root: str,
+def unmarked_days(
     days: list[dt.date],
     articles: list[Article],
     questions: list[Question],
     prefiltered: dict[dt.date, dict[str, Any]],
 ) -> dict[dt.date, str]:
-    """Mark each built day done, except a day without any article in the corpus or with an engine
-    error; returns those days with the reason."""
+    """The built days not to mark done, with the reason: a day without any article in the corpus
+    or with an engine error (the next run builds it again)."""
     unmarked: dict[dt.date, str] = {}
     for day in days:
         counts = day_counts(day, articles, questions, prefiltered[day])
@@ -89,9 +98,21 @@ def mark_days(
                 day,
                 counts["engine_errors"],
             )
-        else:
-            storage.mark_done(day_uri(root, day), counts)
     return unmarked
+
+
+def mark_days(
+    root: str,
+    days: list[dt.date],
+    unmarked: dict[dt.date, str],
+    articles: list[Article],
+    questions: list[Question],
+    prefiltered: dict[dt.date, dict[str, Any]],
+) -> None:
+    """Mark each built day done, with its counts, except the ``unmarked`` ones."""
+    for day in days:
+        if day not in unmarked:
+            storage.mark_done(day_uri(root, day), day_counts(day, articles, questions, prefiltered[day]))
 
 
 def count_days(ledger: Ledger, days: list[dt.date], unmarked: dict[dt.date, str]) -> None:

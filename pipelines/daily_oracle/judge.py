@@ -8,10 +8,12 @@ import logging
 from collections import defaultdict
 from typing import Any
 
+from pipelines.builders import Build
 from pipelines.daily_oracle.config import Config
 from pipelines.daily_oracle.qa import article_text
 from pipelines.daily_oracle.stages import failure, run_stage
-from pipelines.llm.ledger import Ledger, failure_reason
+from pipelines.daily_oracle.state import State
+from pipelines.llm.ledger import failure_reason
 from udfs.daily_oracle.parsing import OTHER, normalise_category
 from udfs.daily_oracle.questions import keep
 from udfs.daily_oracle.rows import date_label
@@ -20,11 +22,11 @@ from udfs.daily_oracle.units import Question, Rejection
 log = logging.getLogger("augury.daily_oracle")
 
 
-def score(ledger: Ledger, questions: list[Question], config: Config) -> None:
+def score(b: Build[Config], s: State) -> None:
     """The judge's points: one request per article with a live question (the judge always sees
     all four); a block without seven valid points or a total below 13 rejects its question."""
     by_article: dict[str, list[Question]] = defaultdict(list)
-    for q in questions:
+    for q in s.questions:
         by_article[q.article.id].append(q)
     units = [qs for qs in by_article.values() if any(q.alive for q in qs)]
 
@@ -32,14 +34,14 @@ def score(ledger: Ledger, questions: list[Question], config: Config) -> None:
         article = qs[0].article
         values = {
             "unit": article.id,
-            "article": article_text(article, config),
+            "article": article_text(article, b.config),
             "publish_date": date_label(article.day),
         }
         for q in qs:
             values[f"question_{q.index}"], values[f"answer_{q.index}"] = q.question, q.answer
         return values
 
-    out = run_stage(ledger, "filter", units, variables)
+    out = run_stage(b.ledger, "filter", units, variables)
     for qs, row in zip(units, out, strict=True):
         for q in qs:
             if not q.alive:
@@ -60,9 +62,10 @@ def score(ledger: Ledger, questions: list[Question], config: Config) -> None:
                 q.rejection = Rejection("filter", "filter_total_below_13", detail, q.filter_raw)
 
 
-def categorise(ledger: Ledger, kept: list[Question]) -> None:
+def categorise(b: Build[Config], s: State) -> None:
     """The category of each kept question (``assign_categories``)."""
-    rows = run_stage(ledger, "category", kept, lambda q: {"unit": q.id, "question": q.question})
+    kept = [q for q in s.questions if q.alive]
+    rows = run_stage(b.ledger, "category", kept, lambda q: {"unit": q.id, "question": q.question})
     assign_categories(kept, rows)
 
 

@@ -13,6 +13,7 @@ distractors, filter points) as JSON.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 from collections import Counter
 from typing import Any
@@ -20,11 +21,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipelines.benchmarks import write_benchmark_table, write_card, write_eval_items
+from pipelines.builders import Build, Outputs
 from pipelines.daily_oracle.config import NAME, Config
-from pipelines.daily_oracle.days import day_markers
+from pipelines.daily_oracle.days import clear_marks, count_days, day_markers, mark_days, unmarked_days
+from pipelines.daily_oracle.state import State
 from pipelines.llm.ledger import REJECTED_SCHEMA, Ledger
-from pipelines.llm.stage import StageRunner
 from udfs import storage
 from udfs.daily_oracle.parsing import CATEGORIES
 from udfs.daily_oracle.questions import output_problems
@@ -108,26 +109,54 @@ def _settle(ledger: Ledger, step: RunSummary, a: Article, q: Question | None) ->
     )
 
 
-def tables(
-    articles: list[Article], tf: list[dict[str, Any]], mc: list[dict[str, Any]], ledger: Ledger
-) -> dict[str, pa.Table]:
-    """This run's four tables: the selection, the kept TF and MC rows and every rejection."""
-    return {
-        "selection": pa.Table.from_pylist([selection_row(a) for a in articles], schema=SELECTION_SCHEMA),
+def finish(b: Build[Config], s: State) -> Outputs:
+    """This run's outputs: its days' ``selection``, ``tf_questions`` and ``mc_questions`` (the
+    kept questions, after the invariant checks), every article and question accounted for, the
+    ``days`` step; the evaluation items of every built day; the card after the days are marked.
+    With nothing pending, the items and the card are rewritten only when they lag behind the
+    day markers (a run stopped between marking its days and writing them)."""
+    root = b.config.root
+    if not s.pending:
+        if not s.skipped or outputs_current(root):
+            return Outputs({}, partitions=[])
+        log.info("eval_items or the dataset card is missing or behind the day markers: rewriting them")
+        return Outputs({}, all_items(root, [], [], []), lambda _t, _n: card_counts(b.config, s), [])
+    versions = json.dumps(dict(sorted(b.runner.prompts_used.items())), sort_keys=True)
+    tf, mc = kept_rows(s.questions, b.config, versions)
+    account(b.ledger, s.articles, s.questions)
+    s.unmarked = unmarked_days(s.pending, s.articles, s.questions, s.prefiltered)
+    count_days(b.ledger, s.pending, s.unmarked)
+    s.built = [d for d in s.pending if d not in s.unmarked]
+    clear_marks(root, s.pending)  # a forced day is done again only once rewritten
+    tables = {
+        "selection": pa.Table.from_pylist([selection_row(a) for a in s.articles], schema=SELECTION_SCHEMA),
         "tf_questions": pa.Table.from_pylist(tf, schema=TF_SCHEMA),
         "mc_questions": pa.Table.from_pylist(mc, schema=MC_SCHEMA),
-        "rejected": ledger.rejected_table(),
     }
+    return Outputs(
+        tables,
+        items=all_items(root, s.pending, tf, mc),
+        counts=lambda _tables, _rejected: card_counts(b.config, s),
+        partitions=[d.isoformat() for d in s.pending],
+        commit=lambda: mark_days(root, s.pending, s.unmarked, s.articles, s.questions, s.prefiltered),
+        sources={r["question_id"]: "\n".join(filter(None, (r[k] for k in SOURCE))) for r in (*tf, *mc)},
+    )
 
 
-def write_days(root: str, days: list[dt.date], tables: dict[str, pa.Table]) -> None:
-    """Replace exactly the given days' partitions of every table; other days stay untouched."""
-    layout = Layout(root)
-    for name, table in tables.items():
-        for day in days:
-            storage.delete(layout.benchmark(NAME, name, f"date={day.isoformat()}"))
-        if table.num_rows:
-            write_benchmark_table(root, NAME, name, table, partition_cols=("date",), replace="partitions")
+SOURCE = ("title", "keypoint", "summary", "text")  # what a question is written from
+
+
+def all_items(
+    root: str, pending: list[dt.date], tf: list[dict[str, Any]], mc: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The evaluation items of every built day: the days on disk other than ``pending``, then
+    this run's rows, in day order."""
+    others = ~pc.field("date").isin(pa.array(pending, pa.date32()))
+    rows = {}
+    for name, new in (("tf_questions", tf), ("mc_questions", mc)):
+        table = storage.read_table(Layout(root).benchmark(NAME, name), TABLES[name], ("date",), filter=others)
+        rows[name] = sorted([*table.to_pylist(), *new], key=lambda r: r["date"])
+    return eval_items(rows["tf_questions"], rows["mc_questions"])
 
 
 def outputs_current(root: str) -> bool:
@@ -140,16 +169,9 @@ def outputs_current(root: str) -> bool:
     return set(storage.read_json(card_uri)["counts"]["per_day"]) == set(day_markers(root))
 
 
-def write_outputs(
-    config: Config,
-    runner: StageRunner,
-    built: list[dt.date],
-    skipped: list[dt.date],
-    unmarked: dict[dt.date, str],
-) -> dict[str, Any]:
-    """Evaluation items and the dataset card over every day on disk (per-day counts: marked days)."""
+def card_counts(config: Config, s: State) -> dict[str, Any]:
+    """The card's counts over every day on disk (per-day counts: the marked days)."""
     tf, mc = read_table(config.root, "tf_questions"), read_table(config.root, "mc_questions")
-    write_eval_items(config.root, NAME, eval_items(tf.to_pylist(), mc.to_pylist()))
     per_day = day_markers(config.root)
     per_category = {
         c: {
@@ -161,11 +183,11 @@ def write_outputs(
     reasons: Counter = Counter()
     for counts in per_day.values():
         reasons.update(counts["rejected_by_reason"])
-    counts = {
+    return {
         "days": len(per_day),
-        "days_built_this_run": [d.isoformat() for d in built],
-        "days_skipped_this_run": [d.isoformat() for d in skipped],
-        "days_not_marked_this_run": {d.isoformat(): reason for d, reason in sorted(unmarked.items())},
+        "days_built_this_run": [d.isoformat() for d in s.built],
+        "days_skipped_this_run": [d.isoformat() for d in s.skipped],
+        "days_not_marked_this_run": {d.isoformat(): reason for d, reason in sorted(s.unmarked.items())},
         "tf_questions": tf.num_rows,
         "mc_questions": mc.num_rows,
         "per_day": dict(sorted(per_day.items())),
@@ -173,4 +195,3 @@ def write_outputs(
         "mc_stems": dict(Counter(mc["mc_stem"].to_pylist())),
         "rejected_by_reason": dict(reasons.most_common()),
     }
-    return write_card(config.root, NAME, runner, counts, config)

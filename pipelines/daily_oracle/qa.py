@@ -1,8 +1,8 @@
 """Steps 2–4: the summary and keypoint of each picked article, its four questions (then the
 checks that need no model) and the distractors of its two MC questions.
 
-Each step is one batched pass over every pending day's live units; a unit whose row failed or
-broke a rule gets its ``Rejection`` and leaves the later steps.
+Each step (``pipelines.builders.Step``) is one batched pass over every pending day's live units;
+a unit whose row failed or broke a rule gets its ``Rejection`` and leaves the later steps.
 """
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from pipelines.daily_oracle.config import Config
+from pipelines.builders import Build
+from pipelines.daily_oracle.config import NAME, Config
 from pipelines.daily_oracle.stages import QA_FORM, failure, qa_form, run_stage
-from pipelines.llm.ledger import Ledger
+from pipelines.daily_oracle.state import State
 from udfs.daily_oracle.parsing import is_no_new_event
 from udfs.daily_oracle.questions import clean_question, distractor_problem
 from udfs.daily_oracle.rows import date_label
@@ -25,15 +26,15 @@ def article_text(article: Article, config: Config) -> str:
     return first_words(article.row["text"], config.article_words)
 
 
-def summarise(ledger: Ledger, articles: list[Article], config: Config) -> None:
+def summarise(b: Build[Config], s: State) -> None:
     """The summary and the new-event keypoint; an article without a new event drops out."""
     out = run_stage(
-        ledger,
+        b.ledger,
         "summary",
-        articles,
-        lambda a: {"unit": a.id, "article": article_text(a, config), "publish_date": date_label(a.day)},
+        s.articles,
+        lambda a: {"unit": a.id, "article": article_text(a, b.config), "publish_date": date_label(a.day)},
     )
-    for article, row in zip(articles, out, strict=True):
+    for article, row in zip(s.articles, out, strict=True):
         if not row["parse_ok"]:
             article.rejection = failure("summary", row)
         elif is_no_new_event(row["keypoint"]):
@@ -42,22 +43,23 @@ def summarise(ledger: Ledger, articles: list[Article], config: Config) -> None:
             article.summary, article.keypoint = row["summary"], row["keypoint"]
 
 
-def generate_questions(ledger: Ledger, articles: list[Article], config: Config) -> list[Question]:
+def generate_questions(b: Build[Config], s: State) -> None:
     """Four questions per article with a keypoint, then the checks that need no model
-    (``units.check_question``); returns every question of every article with four parsed pairs
-    (rejected ones included, with their reason)."""
-    active = [a for a in articles if a.rejection is None]
+    (``units.check_question``); ``s.questions``: every question of every article with four
+    parsed pairs (rejected ones included, with their reason)."""
+    active = [a for a in s.articles if a.rejection is None]
+    budget = b.ledger.budget(f"{NAME}.qa")
     out = run_stage(
-        ledger,
+        b.ledger,
         "qa",
         active,
         lambda a: {
             "unit": a.id,
-            "article": article_text(a, config),
+            "article": article_text(a, b.config),
             "publish_date": date_label(a.day),
             "keypoint": a.keypoint,
             "month_year": a.day.strftime("%B %Y"),
-            QA_FORM: qa_form(a.day.strftime("%B %Y"), ledger.runner.llm.max_new_tokens),
+            QA_FORM: qa_form(a.day.strftime("%B %Y"), budget),
         },
     )
     questions: list[Question] = []
@@ -70,14 +72,14 @@ def generate_questions(ledger: Ledger, articles: list[Article], config: Config) 
             q.rejection = check_question(q, row["raw_text"])
             article.questions.append(q)
             questions.append(q)
-    return questions
+    s.questions = questions
 
 
-def add_distractors(ledger: Ledger, questions: list[Question], config: Config) -> None:
+def add_distractors(b: Build[Config], s: State) -> None:
     """Three wrong options per MC question: one request per article with a live MC question (the
     prompt always shows both)."""
     by_article: dict[str, list[Question]] = defaultdict(list)
-    for q in questions:
+    for q in s.questions:
         if q.is_mc:
             by_article[q.article.id].append(q)
     units = [pair for pair in by_article.values() if any(q.alive for q in pair)]
@@ -85,14 +87,14 @@ def add_distractors(ledger: Ledger, questions: list[Question], config: Config) -
     def variables(pair: list[Question]) -> dict[str, Any]:
         return {
             "unit": pair[0].article.id,
-            "article": article_text(pair[0].article, config),
+            "article": article_text(pair[0].article, b.config),
             "question_1": pair[0].question,
             "answer_1": pair[0].answer,
             "question_2": pair[1].question,
             "answer_2": pair[1].answer,
         }
 
-    out = run_stage(ledger, "distractors", units, variables)
+    out = run_stage(b.ledger, "distractors", units, variables)
     for pair, row in zip(units, out, strict=True):
         for k, q in enumerate(pair):
             if not q.alive:

@@ -4,7 +4,7 @@ Every generate stage's parser reads the whole assistant turn (the prompt's answe
 ``Question 1:``, plus the generated text; ``parse_prefix``). Generation length comes from the
 prompts, capped by ``--max-new-tokens`` (``LLMConfig.max_new_tokens``). Each generate prompt
 declares its answer form (``output:``), which backends enforce and the runner checks before the
-parser runs; under a cap below a prompt's ``max_tokens`` the stage sends the form fitted to the
+parser runs; under a cap below a prompt's ``max_tokens`` the ledger sends the form fitted to the
 cap (``udfs.daily_oracle.outputs.fitted``: shorter strings, no filter reasoning), so answers can
 finish, and the qa stage sends each article a form whose time elements name the article's own
 month (``QA_FORM``).
@@ -23,6 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from pipelines.llm.attempts import BuilderStage, below_cap
 from pipelines.llm.ledger import Ledger, failure_reason
 from pipelines.llm.stage import LLMStage
 from udfs.daily_oracle import outputs
@@ -52,38 +53,31 @@ PARSERS: dict[str, tuple[Callable[[str], dict[str, Any]], pa.Schema]] = {
 }
 
 
-def declared(prompt_id: str, cap: int | None) -> dict[str, Any] | None:
-    """The answer form a stage sends: None (the prompt's own declaration) unless ``cap`` is below
-    the prompt's ``max_tokens``; then the form fitted to the cap."""
-    if cap is None or cap >= load_prompt(prompt_id).sampling["max_tokens"]:
-        return None
-    return outputs.fitted(prompt_id, cap)
-
-
 QA_FORM = "qa_form"  # the qa stage's per-article answer form (its own month and year), JSON
 
 
-def qa_form(month_year: str, cap: int | None) -> str:
-    """The ``QA_FORM`` value of an article of ``month_year`` under a generation cap."""
+def qa_form(month_year: str, budget: int) -> str:
+    """The ``QA_FORM`` value of an article of ``month_year`` for an answer ``budget`` (below the
+    prompt's ``max_tokens``: the form fitted to it)."""
     limit = load_prompt(f"{NAME}.qa").sampling["max_tokens"]
-    return json.dumps(outputs.qa_form(month_year, cap if cap is not None and cap < limit else None))
+    return json.dumps(outputs.qa_form(month_year, budget if budget < limit else None))
 
 
-def stage(name: str, cap: int | None = None) -> LLMStage:
-    """Stage ``name`` under a generation cap (None: the prompts' own lengths and forms). The qa
-    stage reads each article's form from its ``QA_FORM`` column (null: the stage's form)."""
+def stage(name: str) -> LLMStage:
+    """Stage ``name``; its answer form fits its budget (``below_cap``). The qa stage reads each
+    article's form from its ``QA_FORM`` column (null: the stage's form)."""
     prompt_id = f"{NAME}.{name}"
     if name not in PARSERS:
         return LLMStage(name, prompt_id)
     parser, schema = PARSERS[name]
-    return LLMStage(
+    return BuilderStage(
         name,
         prompt_id,
         parser=parser,
         parsed_schema=schema,
         parse_prefix=True,
-        structured=declared(prompt_id, cap),
         structured_column=QA_FORM if name == "qa" else None,
+        form=below_cap(prompt_id, outputs.fitted),
     )
 
 
@@ -96,8 +90,7 @@ def run_stage(
     """One batched pass of stage ``name`` over ``units`` (the prompt variables of each); returns
     the output rows in unit order. The steps record failures: a failed distractor or filter row
     rejects several questions, a failed category row none (the question falls back to Other)."""
-    cap = ledger.runner.llm.max_new_tokens
-    return ledger.run(stage(name, cap), [variables(u) for u in units]).to_pylist()
+    return ledger.run(stage(name), [variables(u) for u in units]).to_pylist()
 
 
 def failure(stage: str, row: dict[str, Any]) -> Rejection:

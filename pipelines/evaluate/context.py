@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipelines.index.engine import TABLE, ArticleIndex, IndexHit, passage_table, require_index
-from udfs import retrieval
 from udfs.evaluate import long_context, within
 from udfs.retrieval import Hit, LeakageError, check_hits
 from udfs.text import first_words
@@ -30,14 +29,15 @@ RETRIEVERS = ("bm25", "dense", "hybrid", "bm25_title", "tfidf", *within.SCORED)
 
 @dataclass(frozen=True)
 class RetrievalConfig:
-    """How one benchmark's retrieval mode searches (defaults: ``PAPER_RETRIEVAL``)."""
+    """How one benchmark's retrieval mode searches (the papers' settings: ``IMPORTED_RETRIEVAL``
+    and each builder's own, ``pipelines.evaluate.run.paper_retrieval``)."""
 
     k: int = 5
     doc_words: int = 512  # each article (or chunk) shown cut to its first N words
     chunk_words: int | None = None  # search the index's passages of N words instead of whole articles
     since: dt.date | None = None  # lower bound of the accessible window (inclusive)
     rag_cutoff: dt.date | None = None  # Daily Oracle's R: the cutoff is min(t_cut, R)
-    strict: bool = False  # BM25 statistics from the eligible window only (pipelines.index.strict)
+    strict: bool = False  # BM25 statistics from the eligible window only (pipelines.index.engine)
     # show each article's LLM summary instead of its text (PROPHET §5); ``dense`` then ranks the
     # item's articles by their summaries (naive RAG) instead of searching the index
     summaries: bool = False
@@ -47,18 +47,13 @@ class RetrievalConfig:
             raise ValueError("k, doc_words and chunk_words must be positive")
 
 
-# The papers' settings per benchmark ("*" for any other benchmark).
-PAPER_RETRIEVAL: dict[str, RetrievalConfig] = {
+# The papers' settings of the benchmarks no builder of the kit writes ("*": any other benchmark);
+# each builder declares its own (``pipelines.builders.Builder.retrieval``).
+IMPORTED_RETRIEVAL: dict[str, RetrievalConfig] = {
     "*": RetrievalConfig(),
     # ForecastQA §6.1: top 10, question as the query; its paper retriever is --retrievers
     # bm25_title (App. E.2), tfidf and dense its alternatives (Table 4)
     "forecastqa": RetrievalConfig(k=10),
-    "daily_oracle": RetrievalConfig(  # Daily Oracle §5: top 5, 512 words, [2019-01-01, ...)
-        k=5, doc_words=512, since=retrieval.DAILY_ORACLE_START, strict=True
-    ),
-    "tcelongbench": RetrievalConfig(k=3, doc_words=512, chunk_words=512),  # u = 3 chunks of 512
-    # N = 10 inside the question's kept evidence set, every article shown as its summary
-    "prophet": RetrievalConfig(k=10, summaries=True),
 }
 
 

@@ -139,7 +139,7 @@ def _judge_lists(
     no_evidence = 0
     if failures:
         index = evidence()
-        queries = index.embed([predictions[n][j] for n, j in failures])
+        queries = [predictions[n][j] for n, j in failures]
         by_window: dict[tuple, list[int]] = {}
         for q, (n, _) in enumerate(failures):
             window = _evidence_window(_item(items, rows[n]), rows[n]["task"], options)

@@ -24,10 +24,11 @@ from typing import Any
 
 import ray
 
+from pipelines import builders
 from pipelines.benchmarks import plain
 from pipelines.evaluate import report
 from pipelines.evaluate.context import (
-    PAPER_RETRIEVAL,
+    IMPORTED_RETRIEVAL,
     RETRIEVERS,
     Corpus,
     RetrievalConfig,
@@ -50,7 +51,7 @@ from pipelines.evaluate.forecast import (
 from pipelines.evaluate.inputs import load_items, select
 from pipelines.evaluate.judge import judge_open
 from pipelines.evaluate.summaries import summarize
-from pipelines.index.engine import passage_table, require_index
+from pipelines.index.engine import TABLE, passage_table, require_index
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.ray_env import ensure_ray
 from pipelines.llm.stage import StagePlan, StageRunner
@@ -62,6 +63,12 @@ from udfs.report import RunSummary, combined_table
 from udfs.schemas import ARTICLES
 
 log = logging.getLogger("augury.evaluate")
+
+
+def paper_retrieval() -> dict[str, RetrievalConfig]:
+    """The papers' retrieval settings per benchmark: the imported benchmarks' and the ones every
+    registered builder declares."""
+    return {**IMPORTED_RETRIEVAL, **builders.retrieval()}
 
 
 @dataclass(frozen=True)
@@ -118,7 +125,7 @@ class Config(RunOptions):
     )
     background_words: int = option(200, help="each background line cut to its first N words", min=1)
     model_cutoff: dt.date | None = option(None, help="the forecaster's knowledge cutoff (R3)")
-    retrieval: dict[str, RetrievalConfig] = field(default_factory=lambda: dict(PAPER_RETRIEVAL))
+    retrieval: dict[str, RetrievalConfig] = field(default_factory=paper_retrieval)
     # open tasks answered in a few words (answer judge, BLEU, METEOR): OpenForecast AQA, TLB open forecasts
     open_answer_tasks: tuple[str, ...] = ("aqa", "forecast_open")
     lrae_evidence_k: int = 5
@@ -203,6 +210,19 @@ def _article_summaries(
     return {b: ray.put({a: found[a] for a in ids if a in found}) for b, ids in wanted.items()}
 
 
+def _check_searches(config: Config, corpus: Corpus, groups: dict[tuple[str, str], list]) -> None:
+    """Stop the run before any stage when a benchmark's index table cannot answer a retriever
+    asked for: a dense or hybrid search of passages indexed for full text only (the index job's
+    ``--passage-vectors``), or a passage table not built at all."""
+    if "retrieval" not in config.modes:
+        return
+    for benchmark in sorted({b for b, _ in groups}):
+        rc = retrieval_config(benchmark, config.retrieval, config.retrieval_override)
+        table = corpus.table(passage_table(rc.chunk_words) if rc.chunk_words else TABLE)
+        for retriever in sorted({"dense", "hybrid"} & set(config.retrievers)):
+            table.check(retriever)
+
+
 def run(config: Config) -> Outcome:
     """Evaluate every selected item in every setting; write results and reports."""
     started = time.time()
@@ -245,6 +265,7 @@ def run(config: Config) -> Outcome:
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for item in items:
         groups[(item["benchmark"], item["task"])].append(item)
+    _check_searches(config, corpus, groups)
     requests: list[Request] = []
     rejected: dict[str, list[dict[str, str]]] = defaultdict(list)
     ensure_ray(config.llm)

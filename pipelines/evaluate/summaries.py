@@ -16,8 +16,8 @@ import pyarrow as pa
 import ray
 
 from pipelines.evaluate.context import Corpus
+from pipelines.llm.attempts import answer_budget
 from pipelines.llm.stage import LLMStage, StageRunner
-from udfs.prompts import load_prompt
 from udfs.tcelongbench import outputs
 from udfs.tcelongbench.outline import parse_summary
 from udfs.text import first_words
@@ -31,7 +31,7 @@ INPUT_SCHEMA = pa.schema(
 
 def summary_stage(max_new_tokens: int | None) -> LLMStage:
     """The summary stage, its answer form narrowed to its token budget."""
-    budget = outputs.budget(load_prompt(PROMPT).sampling["max_tokens"], max_new_tokens)
+    budget = answer_budget(PROMPT, max_new_tokens)
     return LLMStage(
         "article_summary",
         PROMPT,

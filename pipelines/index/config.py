@@ -22,12 +22,30 @@ class Config:
     )
     passage_words: tuple[int, ...] = option(
         (100, 512),
-        help="also index passages of at most N words per article, one table each "
+        help="also index passages of at most N words per article, one table each, full text (BM25) "
         "(100: the judge's evidence, 512: TCELongBench's chunks); empty: none",
     )
-    batch_size: int = option(256, min=1, help="articles per embedding batch")
-    embed_actors: int = option(1, min=1, help="embedding actors (Ray Data actor pool size)")
+    passage_vectors: tuple[int, ...] = option(
+        (),
+        help="passage sizes (of --passage-words) whose passages are embedded too, for dense and "
+        "hybrid searches of that table; a table built with vectors keeps them",
+    )
+    batch_size: int = option(
+        256,
+        min=1,
+        help="documents (articles or passages) per embedding call: each call stays short whatever "
+        "the articles' length",
+    )
+    embed_actors: int = option(
+        0,
+        min=0,
+        help="embedding actors (Ray Data actor pool size); 0: from one up to one per CPU of the "
+        "cluster but one (at most this machine's cores when Ray runs locally)",
+    )
     embed_gpus: float = option(0.0, min=0, help="GPUs per embedding actor (0: CPU)")
 
     def __post_init__(self) -> None:
         check_options(self)
+        extra = sorted(set(self.passage_vectors) - set(self.passage_words))
+        if extra:
+            raise ValueError(f"--passage-vectors {extra[0]} names no table of --passage-words")

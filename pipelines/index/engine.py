@@ -1,65 +1,64 @@
 """Searching the article index: BM25, dense, hybrid and TF-IDF queries with the cutoff inside the engine.
 
-``ArticleIndex(root).search(query, cutoff, k=10, mode="hybrid")`` sends one LanceDB query whose
-prefilter is ``published_at < cutoff`` (and ``>= since``, ``article_id NOT IN exclude``, ``IN within``), so a
-full top-k of eligible articles comes back whenever k exist — never a post-filtered top-k. Every
-hit is checked against its cutoff before it leaves this module (``LeakageError``); undated
+``ArticleIndex(root).search(query, cutoff, k=10, mode="hybrid")`` sends LanceDB queries whose
+prefilter is ``published_at < cutoff`` (and ``>= since``, ``article_id NOT IN exclude``, ``IN within``),
+so a full top-k of eligible articles comes back whenever k exist — never a post-filtered top-k.
+Every hit is checked against its cutoff before it leaves this module (``LeakageError``); undated
 articles are not in the index at all. Modes: ``bm25`` (LanceDB's full-text index on ``text``),
-``dense`` (cosine similarity of MiniLM embeddings; exact search below ``ANN_MIN_ROWS`` rows, an
-IVF-PQ index above), ``hybrid`` (both lists fused by reciprocal rank, ``rrf_k`` = 60) and
-ForecastQA's two others: ``bm25_title`` (LanceDB's multi-match over the full-text indexes on
-``title`` and ``text``, best field wins, a title match counting ``TITLE_BOOST`` times: ES
-``multi_match`` best_fields over ``["title^1.25", "body"]``) and ``tfidf`` (DrQA's TF-IDF over an
-engine pool, ``pipelines.index.tfidf``). ForecastQA's DPR is ``dense``: pre-trained DPR weights are
-not available, so the index's bi-encoder is the dense-passage retriever.
+``dense`` (cosine similarity of the table's embeddings; exact below ``ANN_MIN_ROWS`` rows, IVF-PQ
+above), ``hybrid`` (the bm25 and dense top k fused by reciprocal rank) and ForecastQA's two
+others: ``bm25_title`` (LanceDB's multi-match over the full-text indexes on ``title`` and
+``text``, best field wins, a title match counting ``TITLE_BOOST`` times: ES ``multi_match``
+best_fields over ``["title^1.25", "body"]``) and ``tfidf`` (DrQA's). ForecastQA's DPR is
+``dense``: pre-trained DPR weights are not available, so the index's bi-encoder stands in.
+
+What the engine has no scorer for is computed here over a **pool**: ``tfidf`` and strict BM25
+take the engine's full-text top ``pool_size(k)`` eligible articles and rescore them under the
+window's statistics (``statistics.WindowStatistics``: no article at or after the cutoff counts)
+with ``udfs.scoring``, keeping the k best (ties: document id; a score of 0 is left out). Scores
+are exact for the pool; an article outside it cannot come back. Hybrid strict fuses the strict
+ranking with the dense one, each over the pool depth.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import os
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipelines.index import tfidf
-from pipelines.index.strict import StrictStatistics
-from udfs import storage
+from pipelines.index.modes import MODES, TITLE_BOOST, check_mode, pool_size, rescored, score
+from pipelines.index.statistics import WindowStatistics
+from pipelines.index.tables import (
+    TABLE,
+    connect,
+    has_index,
+    has_title_index,
+    has_vectors,
+    passage_table,
+    require_index,
+)
 from udfs.cli import InputError
-from udfs.index_docs import eligible, quoted_list, timestamp_literal
-from udfs.layout import Layout
+from udfs.index_docs import eligible, quoted_list, terms, timestamp_literal
 from udfs.retrieval import Hit, LeakageError, check_hits
 from udfs.schemas import ARTICLES, HIVE_NULL
+from udfs.scoring import bm25_scores, rrf, tfidf_scores
 from udfs.timeutil import to_utc
 
-MODES = ("bm25", "dense", "hybrid", "bm25_title", "tfidf")
-TITLE_BOOST = 1.25  # ForecastQA App. E.2: fields ["title^1.25", "body"]
-# Hybrid queries project their sub-queries' score columns implicitly, which lance warns about on
-# every query; its warnings are kept out of the logs unless asked for.
-os.environ.setdefault("LANCEDB_LOG", "error")
-TABLE = "articles"
-# strict statistics, one row per day (and term): (published_date, term, df), (published_date, docs, tokens)
-STATISTICS = ("term_days", "day_sizes")
-S3_ENV = {  # environment variable → LanceDB storage option
-    "AWS_ENDPOINT_URL": "aws_endpoint",
-    "AWS_ACCESS_KEY_ID": "aws_access_key_id",
-    "AWS_SECRET_ACCESS_KEY": "aws_secret_access_key",
-    "AWS_DEFAULT_REGION": "aws_region",
-}
+# the searching API (the index's location helpers from ``tables`` are part of it)
+__all__ = ["MODES", "TABLE", "TITLE_BOOST", "ArticleIndex", "IndexHit", "has_index", "has_title_index"]
+__all__ += ["passage_table", "pool_size", "require_index"]
 # engine queries in flight at once in ``search_many`` (measured on 2 cores: 1 → 3.4 ms a query,
 # 4 → 1.6 ms; more gains nothing)
 CONCURRENCY = 4
 UNDATED = HIVE_NULL  # the partition of articles with no publication date
 VECTOR_IDS = 1000  # article ids in one ``vectors`` query (the IN list of its filter)
-
-
-def passage_table(words: int) -> str:
-    """The table of passages of at most ``words`` words."""
-    return f"passages_{words}"
+EVIDENCE_POOL = 50  # full-text hits a judge's evidence is chosen from (``nearest``)
 
 
 @dataclass(frozen=True)
@@ -69,34 +68,6 @@ class IndexHit(Hit):
     host: str | None = None
     title: str | None = None
     text: str | None = None  # the passage (passage tables) or the indexed title + lead
-
-
-def connect(root: str):
-    """The LanceDB database of ``root``'s index (a path or ``s3://``; S3 through the same
-    endpoint and credentials as s3fs, ``AWS_ENDPOINT_URL`` included)."""
-    import lancedb
-
-    uri = Layout(root).index()
-    if not storage.is_s3(uri):
-        return lancedb.connect(storage.local_path(uri))
-    options = {"allow_http": "true"} if os.environ.get("AWS_ENDPOINT_URL", "").startswith("http:") else {}
-    for env, key in S3_ENV.items():
-        if os.environ.get(env):
-            options[key] = os.environ[env]
-    return lancedb.connect(storage.normalize_uri(uri), storage_options=options)
-
-
-def has_index(root: str) -> bool:
-    """Whether ``root`` holds a built article index (asking creates nothing)."""
-    if not storage.exists(Layout(root).index()):
-        return False
-    return TABLE in connect(root).list_tables().tables
-
-
-def require_index(root: str) -> None:
-    """An ``InputError`` that says how to build the index when ``root`` has none."""
-    if not has_index(root):
-        raise InputError(f"no article index at {root}: run python -m pipelines.index --root {root} first")
 
 
 class ArticleIndex:
@@ -118,8 +89,9 @@ class ArticleIndex:
         self.db, self.name = db, table
         self.table = db.open_table(table)
         self.passages = table != TABLE
+        self.embedded = has_vectors(self.table)  # a passage table has them when built with --passage-vectors
         self.encoder = self.table.schema.metadata.get(b"encoder", b"").decode() or None
-        self._strict = StrictStatistics(db) if not self.passages else None
+        self._statistics = WindowStatistics(db) if not self.passages else None
         self._title_index = False  # whether ``title`` has a full-text index (asked until it has)
         # the async table behind the sync handle: a bm25 or dense search makes one trip to
         # LanceDB's event loop through it, where the sync query builder makes several
@@ -145,24 +117,19 @@ class ArticleIndex:
         """The top ``k`` articles (passages) published in ``[since, cutoff)`` for ``query``, best
         first; never one of ``exclude``, only ones of ``within`` when given (both article ids), no
         marked near-duplicate when ``distinct``; with ``strict``, BM25 uses term statistics of
-        the window's articles only (``StrictStatistics``; ``tfidf`` always does). Without
-        ``text``, a hit of any mode but strict carries no host, title or text, which the engine
-        then does not read (for callers that want ids: fewer columns of each hit fetched)."""
-        _check_mode(mode, strict)
+        the window's articles only (``WindowStatistics``; ``tfidf`` always does). Without
+        ``text``, a hit carries no host, title or text, which the engine then does not read where
+        it can (for callers that want ids: fewer columns of each hit fetched)."""
+        self.check(mode, strict)
         if within is not None and not within:
             return []
-        # window statistics exist for whole articles only: a passage table fails here, before any query
-        statistics = self.statistics() if strict or mode == "tfidf" else None
+        if strict or mode == "tfidf":  # kept for whole articles: a passage table fails here, before any query
+            self.statistics()
         where = eligible(cutoff, since, exclude, within, distinct)
-        if mode == "tfidf":
-            rows = tfidf.rank(self, statistics, query, cutoff, since, where, k, text)
-        elif statistics is not None and mode != "dense":
-            rows = statistics.rank(self, query, cutoff, since, where, k, mode)
-        elif mode == "hybrid":
-            rows = self.query(query, mode, text).where(where, prefilter=True).limit(k).to_list()
+        if rescored(mode, strict):
+            rows = self._rescore(query, cutoff, since, where, k, mode, text)
         else:
-            target = self._embed(query) if mode == "dense" else self._text_query(query, mode)
-            rows = self._loop.run(self._fetch(target, mode == "dense", where, k, text))
+            rows = self._loop.run(self._ranked(self._target(query, mode), mode, where, k, text))
         return self._checked(rows, cutoff, since)
 
     def search_many(
@@ -176,26 +143,31 @@ class ArticleIndex:
     ) -> list[list[IndexHit]]:
         """``search`` for each ``(query, cutoff, since)``, hits in the order of ``queries``. BM25 and
         dense searches run ``CONCURRENCY`` at a time in the engine, whose threads then stay busy
-        (about twice the queries per second of one by one on two cores; dense queries are also
-        embedded in one batch); hybrid, tfidf and strict ones run one after another. ``text`` and
-        ``distinct`` as in ``search`` (the batched retrieval stage writes ids, scores and times only)."""
-        _check_mode(mode, strict)
-        if mode in ("hybrid", "tfidf") or (strict and mode != "dense"):
+        (about twice the queries per second of one by one on two cores; query vectors are
+        embedded in one batch), hybrid ones too (their two lists each); tfidf and strict ones run
+        one after another. ``text`` and ``distinct`` as in ``search`` (the batched retrieval
+        stage writes ids, scores and times only)."""
+        self.check(mode, strict)
+        if rescored(mode, strict):
             return [
                 self.search(q, cutoff, k, mode, since=since, distinct=distinct, strict=strict, text=text)
                 for q, cutoff, since in queries
             ]
-        # query vectors or full-text queries, made here: a sync LanceDB call inside the engine's
-        # event loop (the title index check) would wait on that loop forever
+        # query vectors (one batch) and full-text queries, made here: a sync LanceDB call inside
+        # the engine's event loop (the title index check) would wait on that loop forever
         texts = [q for q, _, _ in queries]
-        targets = list(self.embed(texts)) if mode == "dense" else [self._text_query(q, mode) for q in texts]
+        vectors = list(self.embed(texts)) if mode in ("dense", "hybrid") and texts else [None] * len(texts)
+        targets = [
+            (vector, None if mode == "dense" else self._text_query(q, mode))
+            for q, vector in zip(texts, vectors, strict=True)
+        ]
 
         async def fetch_all() -> list[list[dict[str, Any]]]:
             gate = asyncio.Semaphore(CONCURRENCY)
 
-            async def one(target: Any, where: str) -> list[dict[str, Any]]:
+            async def one(target: tuple, where: str) -> list[dict[str, Any]]:
                 async with gate:
-                    return await self._fetch(target, mode == "dense", where, k, text)
+                    return await self._ranked(target, mode, where, k, text)
 
             return await asyncio.gather(
                 *(
@@ -219,15 +191,41 @@ class ArticleIndex:
             raise LeakageError(f"an article before --since {since} came back")
         return hits
 
-    def nearest(self, vector, start: dt.datetime, end: dt.datetime | None, k: int) -> list[IndexHit]:
-        """The ``k`` documents closest to ``vector`` published in ``[start, end]`` (inclusive).
-        For a judge's evidence only: the window lies after a forecast's cutoff on purpose."""
+    def check(self, mode: str, strict: bool = False) -> None:
+        """Refuse, before any query, a search this table cannot answer: an unknown mode, a strict
+        ``bm25_title``, or a dense or hybrid search of a passage table built without vectors."""
+        check_mode(mode, strict)
+        if mode in ("dense", "hybrid") and not self.embedded:
+            raise InputError(
+                f"the index table {self.name} at {self.root} has no vectors (its passages are indexed "
+                f"for full-text search only), which {mode} search needs: run python -m pipelines.index "
+                f"--root {self.root} --passage-vectors {self.name.rsplit('_', 1)[1]} to embed them"
+            )
+
+    def nearest(self, query: str, start: dt.datetime, end: dt.datetime | None, k: int) -> list[IndexHit]:
+        """The ``k`` documents most similar to ``query`` (cosine of their embeddings) among its
+        full-text top ``EVIDENCE_POOL`` published in ``[start, end]`` (inclusive): as the paper's
+        judge ranks the chunks of what its search found. A table without vectors has the pool
+        embedded here. For a judge's evidence only: the window lies after a forecast's cutoff on
+        purpose."""
+        from lancedb.query import MatchQuery
+
         where = f"published_at >= {timestamp_literal(start)}"
         if end is not None:
             where += f" AND published_at <= {timestamp_literal(end)}"
-        search = self.table.search(vector, query_type="vector").distance_type("cosine")
-        rows = search.where(where, prefilter=True).select([*self._columns(), "_distance"]).limit(k).to_list()
-        return [self._hit(r, rank) for rank, r in enumerate(rows, 1)]
+        columns = [*self._columns(), *["vector"] * self.embedded]
+        search = self.table.search(MatchQuery(query, "text"), query_type="fts")
+        rows = search.where(where, prefilter=True).select(columns).limit(EVIDENCE_POOL).to_list()
+        if not rows:
+            return []
+        texts = [r["text"] for r in rows]
+        vectors = np.asarray([r["vector"] for r in rows]) if self.embedded else self.embed(texts)
+        similarity = vectors @ self._embed(query)
+        key = "passage_id" if self.passages else "article_id"
+        best = sorted(range(len(rows)), key=lambda i: (-similarity[i], rows[i][key]))[:k]
+        return [
+            self._hit({**rows[i], "_rescored": float(similarity[i])}, rank) for rank, i in enumerate(best, 1)
+        ]
 
     def count(
         self,
@@ -258,11 +256,8 @@ class ArticleIndex:
             .to_arrow()
             for chunk in (ids[i : i + VECTOR_IDS] for i in range(0, len(ids), VECTOR_IDS))
         ]
-        return (
-            pa.concat_tables(parts)
-            if parts
-            else self.table.schema.empty_table().select(["article_id", "vector"])
-        )
+        empty = self.table.schema.empty_table().select(["article_id", "vector"])
+        return pa.concat_tables(parts) if parts else empty
 
     def articles(self, ids: Collection[str], columns: list[str]) -> pa.Table:
         """The corpus rows (``columns`` of ``corpus/articles``) of those of ``ids`` that exist,
@@ -285,6 +280,22 @@ class ArticleIndex:
         parts = [ARTICLES.read_partition(self.root, day, columns, ours) for day in days]
         return pa.concat_tables(parts)
 
+    def _target(self, query: str, mode: str) -> tuple[Any, Any]:
+        """What the engine searches for: (query vector or None, full-text query or None)."""
+        vector = self._embed(query) if mode in ("dense", "hybrid") else None
+        return vector, None if mode == "dense" else self._text_query(query, mode)
+
+    async def _ranked(self, target: tuple, mode: str, where: str, k: int, text: bool) -> list[dict[str, Any]]:
+        """The engine's top ``k`` rows of one search whose prefilter is ``where``: full text,
+        dense, or (``hybrid``) both, fused by reciprocal rank."""
+        vector, words = target
+        if mode != "hybrid":
+            return await self._fetch(vector if mode == "dense" else words, mode == "dense", where, k, text)
+        lists = await asyncio.gather(
+            self._fetch(words, False, where, k, text), self._fetch(vector, True, where, k, text)
+        )
+        return self._fused(lists)[:k]
+
     async def _fetch(self, target: Any, dense: bool, where: str, k: int, text: bool) -> list[dict[str, Any]]:
         """One full-text (``target`` a ``_text_query``) or dense (``target`` a query vector) search
         with ``where`` as its prefilter."""
@@ -296,11 +307,48 @@ class ArticleIndex:
             search = search.nearest_to_text(target).select([*columns, "_score"])
         return (await search.where(where).limit(k).to_arrow()).to_pylist()
 
+    def _rescore(
+        self, query: str, cutoff: Any, since: Any, where: str, k: int, mode: str, text: bool
+    ) -> list:
+        """The k best eligible articles by TF-IDF or strict BM25 over the engine's full-text pool
+        (fused with the dense pool for hybrid), as rows with ``_rescored``."""
+        statistics = self.statistics()
+        depth = pool_size(k)
+        target = self._target(query, "hybrid" if mode == "hybrid" else "bm25")
+        fetches = [self._fetch(target[1], False, where, depth, True)]
+        if mode == "hybrid":
+            fetches.append(self._fetch(target[0], True, where, depth, text))
+        pools = self._loop.run(_gather(fetches))
+        wanted = sorted(set(terms(query)))
+        n, tokens, df = statistics.window(self.table, cutoff, since, wanted)
+        texts = [row["text"] for row in pools[0]]
+        scores = (
+            tfidf_scores(query, texts, df, n) if mode == "tfidf" else bm25_scores(query, texts, df, n, tokens)
+        )
+        columns = self._columns(text)
+        scored = [
+            {**{c: row[c] for c in columns}, "_rescored": score}
+            for row, score in zip(pools[0], scores, strict=True)
+            if score > 0
+        ]
+        scored.sort(key=lambda r: (-r["_rescored"], r["article_id"]))
+        return (self._fused([scored, pools[1]]) if mode == "hybrid" else scored)[:k]
+
+    def _fused(self, lists: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+        """Ranked row lists fused by reciprocal rank (``udfs.scoring.rrf``; ties: document id)."""
+        key = "passage_id" if self.passages else "article_id"
+        rows = {row[key]: row for ranked in reversed(lists) for row in ranked}
+        fused = rrf([[row[key] for row in ranked] for ranked in lists])
+        return [
+            {**rows[doc], "_rescored": score}
+            for doc, score in sorted(fused.items(), key=lambda d: (-d[1], d[0]))
+        ]
+
     def _hit(self, row: dict[str, Any], rank: int) -> IndexHit:
         return IndexHit(
             doc_id=row["passage_id"] if self.passages else row["article_id"],
             published_at=row["published_at"],
-            score=float(_score(row)),
+            score=float(score(row)),
             rank=rank,
             source_id=row["article_id"] if self.passages else "",
             host=row.get("host"),
@@ -311,27 +359,6 @@ class ArticleIndex:
     def _columns(self, text: bool = True) -> list[str]:
         ids = ["passage_id"] * self.passages + ["article_id", "published_at"]
         return [*ids, "host", "title", "text"] if text else ids
-
-    def query(self, query: str, mode: str, text: bool = True) -> Any:
-        """The engine query of one mode, before its prefilter and limit."""
-        columns = self._columns(text)
-        if mode in ("bm25", "bm25_title"):
-            search = self.table.search(self._text_query(query, mode), query_type="fts")
-            return search.select([*columns, "_score"])
-        vector = self._embed(query)
-        if mode == "dense":
-            search = self.table.search(vector, query_type="vector").distance_type("cosine")
-            return search.select([*columns, "_distance"])
-        from lancedb.rerankers import RRFReranker
-
-        return (
-            self.table.search(query_type="hybrid")
-            .vector(vector)
-            .text(self._text_query(query, "bm25"))
-            .distance_type("cosine")
-            .rerank(RRFReranker())
-            .select(columns)
-        )
 
     def _text_query(self, query: str, mode: str) -> Any:
         """The full-text query of a mode: ``text`` alone (a plain query would search every
@@ -350,11 +377,11 @@ class ArticleIndex:
             )
         return MultiMatchQuery(query, ["title", "text"], boosts=[TITLE_BOOST, 1.0])
 
-    def statistics(self) -> StrictStatistics:
+    def statistics(self) -> WindowStatistics:
         """The window statistics of strict and tfidf searches (kept for whole articles only)."""
-        if self._strict is None:
+        if self._statistics is None:
             raise ValueError("strict and tfidf statistics are kept for whole articles, not passages")
-        return self._strict
+        return self._statistics
 
     def embed(self, texts: list[str]):
         """Query vectors from the encoder the table was built with."""
@@ -366,24 +393,5 @@ class ArticleIndex:
         return self.embed([query])[0]
 
 
-def has_title_index(table) -> bool:
-    """Whether ``table`` has the full-text index on ``title`` that ``bm25_title`` searches."""
-    return any(i.index_type == "FTS" and list(i.columns) == ["title"] for i in table.list_indices())
-
-
-def _check_mode(mode: str, strict: bool) -> None:
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
-    if strict and mode == "bm25_title":
-        raise ValueError("strict statistics are kept for the text field, so bm25_title has no strict form")
-
-
-def _score(row: dict) -> float:
-    """Higher is better in every mode (a cosine distance becomes a similarity)."""
-    if "_strict_score" in row:
-        return row["_strict_score"]
-    if "_relevance_score" in row:
-        return row["_relevance_score"]
-    if "_distance" in row:
-        return 1.0 - row["_distance"]
-    return row["_score"]
+async def _gather(fetches: list) -> list:
+    return await asyncio.gather(*fetches)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -27,30 +28,77 @@ from udfs.llm_rows import RESPONSE_SCHEMA, SCORE, cut_at_stop
 _CARRIED = ("request_key", "mode", "score_token_ids", "stop")
 
 
-def apply_backend(ds, cfg: LLMConfig):
-    """Run a Ray Dataset of requests through the configured engine; returns responses."""
+Consumer = tuple[type, dict[str, Any]]  # a ``map_batches`` class and its constructor kwargs
+
+
+def apply_backend(ds, cfg: LLMConfig, then: Consumer, carry: Sequence[str] = ()):
+    """Send a Ray Dataset of requests through the configured engine and hand each batch of
+    responses, with the ``carry`` columns of its requests, to ``then``; returns what ``then``
+    returns. The in-process engines (``local``, ``scripted``) answer a block in batches of
+    ``batch_size``, in order, and ``then`` runs in the engine's own actor, each batch handed on
+    as it is answered. A ``ray.data.llm`` processor gets blocks of ``max(batch_size,
+    shard_size)`` requests (an engine task answers one block), and ``then`` runs in one actor
+    after it."""
     import ray.data
 
-    if cfg.backend == "local":
+    carry = tuple(carry)
+    engine = _in_process_engine(cfg)
+    if engine is not None:
         return ds.map_batches(
-            _LocalEngineClient,
-            fn_constructor_kwargs={"engines": local_engine_actors(cfg)},
-            batch_size=cfg.batch_size,
+            _AnswerThen,
+            fn_constructor_kwargs={
+                "engine": engine,
+                "then": then,
+                "carry": carry,
+                "batch_size": cfg.batch_size,
+            },
+            batch_size=None,
             batch_format="pyarrow",
-            compute=ray.data.ActorPoolStrategy(size=cfg.concurrency),
+            compute=ray.data.ActorPoolStrategy(size=cfg.concurrency if cfg.backend == "local" else 1),
             num_cpus=0,
         )
+    blocks = ds.repartition(target_num_rows_per_block=max(cfg.batch_size, cfg.shard_size))
+    return _processor(cfg, carry)(blocks).map_batches(
+        then[0],
+        fn_constructor_kwargs=then[1],
+        batch_size=None,
+        batch_format="pyarrow",
+        compute=ray.data.ActorPoolStrategy(size=1),
+        num_cpus=0,
+    )
+
+
+def _in_process_engine(cfg: LLMConfig) -> Consumer | None:
+    """The engine UDF of the ``local`` and ``scripted`` backends; None for the processors."""
+    if cfg.backend == "local":
+        return _LocalEngineClient, {"engines": local_engine_actors(cfg)}
     if cfg.backend == "scripted":
         from pipelines.llm.scripted import ScriptedEngine, ship_script
 
-        return ds.map_batches(
-            ScriptedEngine,
-            fn_constructor_kwargs={"script": ship_script(cfg.script)},
-            batch_size=cfg.batch_size,
-            batch_format="pyarrow",
-            compute=ray.data.ActorPoolStrategy(size=1),
-            num_cpus=0,
-        )
+        return ScriptedEngine, {"script": ship_script(cfg.script)}
+    return None
+
+
+class _AnswerThen:
+    """An in-process engine and the consumer of its responses in one actor."""
+
+    def __init__(self, engine: Consumer, then: Consumer, carry: tuple[str, ...], batch_size: int):
+        self.engine, self.then = engine[0](**engine[1]), then[0](**then[1])
+        self.carry, self.batch_size = carry, batch_size
+
+    def __call__(self, block: pa.Table) -> pa.Table:
+        outputs = []
+        for start in range(0, block.num_rows, self.batch_size):
+            batch = block.slice(start, self.batch_size)
+            responses = self.engine(batch.drop_columns(list(self.carry)))
+            for name in self.carry:
+                responses = responses.append_column(name, batch.column(name))
+            outputs.append(self.then(responses))
+        return pa.concat_tables(outputs) if outputs else pa.table({})
+
+
+def _processor(cfg: LLMConfig, carry: tuple[str, ...]):
+    """The ``ray.data.llm`` processor of the ``vllm`` or ``http`` backend."""
     from ray.data.llm import build_processor
 
     if cfg.backend == "vllm":
@@ -70,15 +118,18 @@ def apply_backend(ds, cfg: LLMConfig):
         processor = build_processor(
             config,
             preprocess=lambda row: serve_request(row, cfg),
-            postprocess=lambda row: completion_response(row, row),
+            postprocess=lambda row: {**completion_response(row, row), **{c: row[c] for c in carry}},
         )
     else:
         processor = build_processor(
             http_processor_config(cfg),
             preprocess=lambda row: {"payload": completion_payload(row, cfg)},
-            postprocess=lambda row: completion_response(row, row.get("http_response") or {}),
+            postprocess=lambda row: {
+                **completion_response(row, row.get("http_response") or {}),
+                **{c: row[c] for c in carry},
+            },
         )
-    return processor(ds)
+    return processor
 
 
 _LOCAL_ENGINES: dict[tuple, list[Any]] = {}
@@ -112,13 +163,23 @@ def engine_starts() -> int:
 class _LocalEngineClient:
     """The Ray Data stage in front of a local engine actor."""
 
-    def __init__(self, engines: list[Any]):
+    def __init__(self, engines: list[Any], carry: tuple[str, ...] = ()):
         self.engine = engines[os.getpid() % len(engines)]
+        self.carry = carry
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         import ray
 
-        return ray.get(self.engine.run.remote(batch))
+        return with_carried(
+            ray.get(self.engine.run.remote(batch.drop_columns(list(self.carry)))), batch, self.carry
+        )
+
+
+def with_carried(responses: pa.Table, requests: pa.Table, carry: Sequence[str]) -> pa.Table:
+    """An engine's responses (in request order) with the ``carry`` columns of their requests."""
+    for name in carry:
+        responses = responses.append_column(name, requests.column(name))
+    return responses
 
 
 def http_processor_config(cfg: LLMConfig):
@@ -238,8 +299,8 @@ def _token_id(key: str) -> int | None:
     return None
 
 
-def responses_table(batch: pa.Table | dict) -> pa.Table:
-    """Normalise an engine output batch to exactly ``RESPONSE_SCHEMA``."""
+def responses_table(batch: pa.Table | dict, carry: Sequence[str] = ()) -> pa.Table:
+    """Normalise an engine output batch to ``RESPONSE_SCHEMA``, then the ``carry`` columns."""
     table = batch if isinstance(batch, pa.Table) else pa.table(batch)
     if "__inference_error__" in table.column_names:  # a ray.data.llm row that failed skips postprocess
         failed = pc.if_else(
@@ -260,4 +321,5 @@ def responses_table(batch: pa.Table | dict) -> pa.Table:
             columns[field.name] = table.column(field.name).cast(field.type)
         else:
             columns[field.name] = pa.nulls(table.num_rows, field.type)
-    return pa.table(columns, schema=RESPONSE_SCHEMA)
+    fields = [*RESPONSE_SCHEMA, *(pa.field(name, table.schema.field(name).type) for name in carry)]
+    return pa.table([*columns.values(), *(table.column(name) for name in carry)], schema=pa.schema(fields))

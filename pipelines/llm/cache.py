@@ -1,42 +1,41 @@
 """The request cache of a stage: durable response shards under ``<stage>/responses/``.
 
-Ray Data writes each shard (``write_parquet``) as its responses arrive, named
-``shard-<epoch ms>-<run id>-<n>.parquet`` so that the newest answer of a request wins when a
-forced run answered it again. Engine errors (an outage, an out-of-memory batch, a prompt over the
+The stage's collector writes each block of responses as a shard as it arrives, named
+``shard-<epoch ms>-<run tag>-<writer>-<n>.parquet`` so that the newest answer of a request wins
+when a forced run answered it again. Engine errors (an outage, an out-of-memory batch, a prompt over the
 length limit) stay in their shards as a record but are never served from the cache: a rerun
 sends those requests again. A shard that cannot be read (a torn write, a truncated upload) is
 logged, set aside as ``<name>.corrupt`` and its requests are computed again.
 
-The cache is consulted by sorting, never by looking keys up shard by shard: the stage's requests
-are sorted by key together with marker rows of the keys the shards answer (``answered_markers``,
-``unique_requests``), and its (unit, request) pairs together with the shards' rows
-(``served``, ``attach_answers``). Each shard is read once per step, whatever the stage's size.
+Before a stage runs, a Ray task reads the key column of every usable shard into a
+``CacheIndex``: the answered keys, sorted, each with the newest shard that answers it without an
+engine error (as Ray Data's ``CheckpointConfig`` loads the ids it filters by into a sorted array
+held in the object store, not in the driver). Each partition of the stage's units looks its keys
+up in the index and reads only the shards that hold its answers; the shards were written in
+prompt order, as the partitions are cut, so a partition reads few of them.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import time
 import uuid
+from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from pipelines.llm.render import COPIES, ROW, SAMPLE
 from udfs import storage
-from udfs.llm_rows import REQUEST_SCHEMA, RESPONSE_SCHEMA
+from udfs.llm_rows import RESPONSE_SCHEMA
 
 log = logging.getLogger("augury.llm.cache")
 
 _NAME = re.compile(r"shard-(\d{13})-")
-CACHED = "__cached"  # of a unique request: 1 when a usable shard answers it
-AGE, FRESH = "__age", "__fresh"  # of a shard's row: the shard's place, oldest first; written this run
-MARKER = -1  # the position (``__row``) of a row that is a shard's, not a unit's
-JOIN_SCHEMA = pa.schema(
-    [pa.field(ROW, pa.int64()), pa.field(SAMPLE, pa.int32()), *RESPONSE_SCHEMA, pa.field(AGE, pa.int64())]
-)
 
 
 def new_run_id() -> str:
@@ -44,10 +43,9 @@ def new_run_id() -> str:
     return f"{int(time.time() * 1000):013d}-{uuid.uuid4().hex[:8]}"
 
 
-def shard_name(run_id: str, write_uuid: str, task: int) -> str:
-    """A shard's file name (Ray Data wants its write's uuid in it); ``{i}`` is left for Arrow's
-    file counter within one write task."""
-    return f"shard-{run_id}-{write_uuid}-{task:05d}-{{i}}.parquet"
+def shard_name(run_id: str, writer: str, n: int) -> str:
+    """The file name of the ``n``-th shard one writer (a uuid) writes in a run."""
+    return f"shard-{run_id}-{writer}-{n:06d}.parquet"
 
 
 def run_shards(stage_uri: str, run_id: str) -> list[str]:
@@ -99,75 +97,69 @@ def shard_counts(file: str) -> tuple[int, int]:
     return meta.num_rows, meta.num_rows - sum(s.null_count for s in stats)
 
 
-def answered_markers(shard_rows: pa.Table) -> pa.Table:
-    """Marker rows, in the requests' schema, for the keys shard rows answer without an engine
-    error: sorted together with a stage's requests they mark the cached ones
-    (``unique_requests``). A marker's position (``__row``) is −1."""
-    keys = shard_rows.filter(pc.is_null(shard_rows.column("engine_error"))).column("request_key")
-    n = len(keys)
-    columns = {"request_key": keys, "prompt_text": pa.repeat("", n), "mode": pa.repeat("", n)}
-    table = pa.table(
-        [columns.get(f.name, pa.nulls(n, f.type)) for f in REQUEST_SCHEMA], schema=REQUEST_SCHEMA
-    )
-    return table.append_column(ROW, pa.repeat(MARKER, n))
+@dataclass(frozen=True)
+class CacheIndex:
+    """The keys usable shards answer without an engine error (sorted, as bytes), for each the
+    newest shard that does (an index into ``paths``), and the filesystem of the shards."""
+
+    keys: np.ndarray
+    shard: np.ndarray
+    paths: list[str]
+    fs: pafs.FileSystem | None
+
+    def answers(self, keys: pa.Array) -> pa.Table:
+        """The cached answers of ``keys`` (rows of ``RESPONSE_SCHEMA``, one per answered key),
+        read from the shards that hold them and from no other."""
+        if not len(self.keys) or not len(keys):
+            return RESPONSE_SCHEMA.empty_table()
+        wanted = _as_bytes(keys)
+        at = np.minimum(np.searchsorted(self.keys, wanted), len(self.keys) - 1)
+        hit = self.keys[at] == wanted
+        shard, hit_keys = self.shard[at[hit]], keys.filter(pa.array(hit))
+        tables = [RESPONSE_SCHEMA.empty_table()]
+        for s in np.unique(shard):
+            rows = pq.read_table(self.paths[s], filesystem=self.fs, columns=RESPONSE_SCHEMA.names)
+            need = hit_keys.filter(pa.array(shard == s))
+            ok = pc.and_(
+                pc.is_in(rows.column("request_key"), value_set=need), pc.is_null(rows.column("engine_error"))
+            )
+            tables.append(rows.filter(ok).cast(RESPONSE_SCHEMA))
+        return pa.concat_tables(tables)
 
 
-def unique_requests(block: pa.Table) -> pa.Table:
-    """One request per key, with its number of copies (``__copies``) and whether a shard answers
-    it (``__cached``: a marker row of that key). Called per block of requests and markers sorted
-    by key, so every copy of a key is in the block; the copy from the earliest input row wins."""
-    is_marker = pc.equal(block.column(ROW), MARKER)
-    cached = pc.unique(block.filter(is_marker).column("request_key"))
-    requests = block.filter(pc.invert(is_marker))
-    order = [("request_key", "ascending"), (ROW, "ascending")]
-    ordered = requests.take(pc.sort_indices(requests, order)).drop_columns([ROW])
-    keys = ordered.column("request_key").combine_chunks()
-    if not len(keys):
-        ordered = ordered.append_column(COPIES, pa.array([], pa.int64()))
-        return ordered.append_column(CACHED, pa.array([], pa.int8()))
-    first = _first_of_runs(keys)
-    starts = pc.indices_nonzero(first)
-    ends = pa.concat_arrays([starts.slice(1), pa.array([len(keys)], pa.uint64())])
-    unique = ordered.filter(first).append_column(COPIES, pc.subtract(ends, starts).cast(pa.int64()))
-    answered = pc.is_in(unique.column("request_key"), value_set=cached)
-    return unique.append_column(CACHED, answered.cast(pa.int8()))
+def index_ref(shards: list[str]):
+    """The ``CacheIndex`` of ``shards``, built by a Ray task and left in the object store (an
+    ObjectRef; None without shards): the driver never holds the keys."""
+    if not shards:
+        return None
+    return _index_task().remote([storage.filesystem(s)[1] for s in shards], storage.filesystem(shards[0])[0])
 
 
-def _first_of_runs(keys: pa.Array) -> pa.BooleanArray:
-    """Of sorted ``keys``: true where a run of equal keys starts."""
-    if not len(keys):
-        return pa.array([], pa.bool_())
-    return pa.concat_arrays([pa.array([True]), pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1))])
+@functools.cache
+def _index_task():
+    import ray
+
+    return ray.remote(build_index)
 
 
-def served(shard_rows: pa.Table) -> pa.Table:
-    """Shard rows (with their shard's ``__age`` and ``__fresh``) the cache may serve, as answer
-    rows of the join schema (position −1): an engine error only from this run's shards (it is
-    the row's outcome, never a cached answer)."""
-    ok = pc.or_(pc.is_null(shard_rows.column("engine_error")), shard_rows.column(FRESH))
-    rows = shard_rows.filter(ok).drop_columns([FRESH])
-    n = rows.num_rows
-    rows = rows.append_column(ROW, pa.repeat(MARKER, n)).append_column(
-        SAMPLE, pa.repeat(-1, n).cast(pa.int32())
-    )
-    return rows.select(JOIN_SCHEMA.names).cast(JOIN_SCHEMA)
+def build_index(paths: list[str], fs: pafs.FileSystem | None) -> CacheIndex:
+    """The ``CacheIndex`` of shards given oldest first (a later shard's answer wins)."""
+    keys, shard = [np.array([], "S1")], [np.array([], np.int32)]
+    for i, path in enumerate(paths):
+        rows = pq.read_table(path, filesystem=fs, columns=["request_key", "engine_error"])
+        answered = rows.filter(pc.is_null(rows.column("engine_error"))).column("request_key")
+        keys.append(_as_bytes(answered))
+        shard.append(np.full(len(answered), i, np.int32))
+    every, of = np.concatenate(keys), np.concatenate(shard)
+    order = np.lexsort((-of, every))  # by key, the newest shard first
+    every, of = every[order], of[order]
+    first = np.ones(len(every), bool)
+    first[1:] = every[1:] != every[:-1]
+    return CacheIndex(every[first], of[first], list(paths), fs)
 
 
-def attach_answers(block: pa.Table) -> pa.Table:
-    """The (unit, request) pairs of a block (join schema) with the newest answer of their key
-    filled in (``__age`` null: none). Called per block of pairs and answers sorted by key, so
-    every answer of a pair's key is in the block."""
-    is_answer = pc.equal(block.column(ROW), MARKER)
-    answers = block.filter(is_answer)
-    newest = pc.sort_indices(answers, [("request_key", "ascending"), (AGE, "descending")])
-    answers = answers.take(newest)
-    answers = answers.filter(_first_of_runs(answers.column("request_key").combine_chunks()))
-    pairs = block.filter(pc.invert(is_answer))
-    found = answers.take(pc.index_in(pairs.column("request_key"), value_set=answers.column("request_key")))
-    own = [ROW, SAMPLE, "request_key"]
-    return pa.table(
-        [pairs.column(c) if c in own else found.column(c) for c in JOIN_SCHEMA.names], schema=JOIN_SCHEMA
-    )
+def _as_bytes(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    return np.asarray(keys.to_numpy(zero_copy_only=False)).astype("S")
 
 
 def _set_aside(file: str, stage: str, exc: Exception) -> None:

@@ -37,7 +37,10 @@ class LLMConfig:
         1, help="data-parallel engine replicas (vllm) or HTTP client actors (http)", min=1
     )
     max_new_tokens: int | None = option(
-        None, help="cap on the tokens of every generated answer (small models, demos)", min=1
+        None,
+        help="cap on the new tokens of every generated answer: a stage asks for the smaller of its "
+        "prompt's max_tokens and N, with an answer form that fits (small models, demos)",
+        min=1,
     )
     # vllm
     tensor_parallel_size: int = option(1, help="vllm: GPUs per replica (tensor parallel)", min=1)
@@ -67,7 +70,10 @@ class LLMConfig:
     # a plain transformers checkpoint (path or URI); default: the converted embedded model
     model_dir: str | None = None
     max_input_tokens: int = option(
-        2048, help="local: longest prompt accepted (longer article text is cut from the left)", min=16
+        2048,
+        help="local: the longest prompt, in tokens, the embedded engine answers; a longer one is not cut "
+        "but ends as an engine error (prompt_too_long), so cut the article (the builders' word options)",
+        min=16,
     )
     # scripted (tests and dry runs): prompt id -> function(variables) -> answer; see pipelines.llm.scripted
     script: dict[str, Any] | None = field(default=None, compare=False, repr=False)

@@ -1,8 +1,10 @@
 """The bookkeeping of one build: every step's summary and every dropped row with its reason.
 
-LLM stages report through the stage runner (rows in = parsed + failed); a builder's own steps
-(filters, checks, samplers) report here the same way (``keep`` / ``drop``), so the printed table
-reconciles line by line. Every dropped row of every builder lands in one ``rejected`` table with
+LLM stages run through ``run`` (the one stage call of every builder step: the answer form fitted
+to the stage's token budget, failed rows recorded, failed answers retried with ``retries=n``)
+and report through the stage runner (rows in = parsed + failed); a builder's own steps (filters,
+checks, samplers) report here the same way (``keep`` / ``drop``), so the printed table reconciles
+line by line. Every dropped row of every builder lands in one ``rejected`` table with
 one schema (``REJECTED_SCHEMA``), at ``benchmarks/<name>/rejected``:
 
 - ``stage`` the step or LLM stage that dropped it, ``reason`` a countable code (LLM stages:
@@ -28,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pipelines.llm import attempts
 from pipelines.llm.stage import LLMStage, StageRunner
 from udfs import storage
 from udfs.layout import Layout
@@ -209,6 +212,11 @@ class Ledger:
         return summary
 
     # ---------------------------------------------------------------- LLM stages
+    def budget(self, prompt_id: str) -> int:
+        """The tokens an answer of ``prompt_id`` may take in this run: its ``max_tokens`` under
+        ``--max-new-tokens``."""
+        return attempts.answer_budget(prompt_id, self.runner.llm.max_new_tokens)
+
     def run(
         self,
         stage: LLMStage,
@@ -219,13 +227,49 @@ class Ledger:
         parent_column: str | None = None,
         date_column: str | None = None,
         record_columns: Sequence[str] = (),
+        retries: int = 0,
     ) -> pa.Table:
-        """Run one LLM stage over ``rows`` (a table or row dicts, empty allowed); every failed
-        row (``parse_ok`` false) is recorded as rejected (``unit`` and ``id_column`` name what
-        it rejects; without a ``unit`` the caller records failures itself, for a stage whose
-        rows are not the units it rejects). Returns the whole output: one row per input row
-        and sample, failed ones included."""
+        """Run one LLM stage over ``rows`` (a table or row dicts, empty allowed), with its answer
+        form fitted to its token budget (``attempts.BuilderStage``); every failed row
+        (``parse_ok`` false) is recorded as rejected (``unit`` and ``id_column`` name what it
+        rejects; without a ``unit`` the caller records failures itself, for a stage whose rows
+        are not the units it rejects). Returns the whole output: one row per input row and
+        sample, failed ones included.
+
+        ``retries`` > 0: the failed rows are asked again up to that many times, each time as a
+        stage of its own (``<stage>_retry<n>``, ``attempts.retry``) over the rows still failing,
+        their failures recorded as that stage's. The output then holds every attempt's rows,
+        first attempt first, each with the sample ``slot`` it fills."""
+        stage = attempts.fit(stage, self.runner.llm.max_new_tokens)
         table = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(rows)
+        record = dict(
+            unit=unit,
+            id_column=id_column,
+            parent_column=parent_column,
+            date_column=date_column,
+            record_columns=record_columns,
+        )
+        outputs = [self._run_once(stage, table, **record)]
+        for attempt in range(1, retries + 1):
+            failures = attempts.failed(outputs[-1])
+            if failures.num_rows == 0:
+                break
+            again, again_rows = attempts.retry(stage, attempt, table, failures)
+            outputs.append(self._run_once(again, again_rows, **record))
+        return attempts.combined(outputs) if retries else outputs[0]
+
+    def _run_once(
+        self,
+        stage: LLMStage,
+        table: pa.Table,
+        *,
+        unit: str | None,
+        id_column: str | None,
+        parent_column: str | None,
+        date_column: str | None,
+        record_columns: Sequence[str],
+    ) -> pa.Table:
+        """One stage over ``table``, its failed rows recorded (``run``)."""
         out = self.runner.run(stage, table)
         self.summaries.append(self.runner.summaries[-1])
         if out.num_rows != table.num_rows * stage.samples:
@@ -286,7 +330,8 @@ class Ledger:
         return Layout(self.runner.root).benchmark(self.name, "rejected")
 
     def check(self) -> None:
-        """Every summary must reconcile (rows in = rows out + rows rejected)."""
+        """Every summary must reconcile (rows in = rows out + rows rejected); the builder driver
+        checks before it writes anything."""
         unreconciled = [s.name for s in self.summaries if not s.reconciles]
         if unreconciled:
             raise AssertionError(f"counts do not reconcile in {unreconciled}")

@@ -3,11 +3,12 @@
 ``RequestRenderer`` is a callable ``map_batches`` UDF of plain picklable data (stage, prompt,
 ``RenderConfig``): it renders the prompt of every row and sample and returns one *unit* row per
 (input row, sample): the input columns, the unit's sampling, request keys, options and choice
-plan, and its requests as a nested list in ``REQUEST_SCHEMA`` (``explode_requests`` flattens
-them). The tokenizer is loaded lazily and once per worker process (``load_tokenizer`` is cached
-there): Ray Data runs the UDF as tasks in reused workers, so later stages of a run render without
-loading it again, where an actor pool would start a process and load it for every stage.
-Nothing of this runs on the driver.
+plan, its requests as a nested list in ``REQUEST_SCHEMA``, and its prompt text (``__order``), by
+which the stage's units are sorted. The rows' columns are filled as plain lists and become
+Arrow arrays once per batch. The tokenizer is loaded lazily and once per worker process
+(``load_tokenizer`` is cached there): Ray Data runs the UDF as tasks in reused workers, so later
+stages of a run render without loading it again, where an actor pool would start a process and
+load it for every stage. Nothing of this runs on the driver.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from pipelines.llm.config import LLMConfig
 from udfs.choice import ChoiceNode, ChoicePlan, plan_choice
@@ -28,24 +28,36 @@ from udfs.llm_rows import (
     OPTION_SEPARATOR,
     REQUEST_SCHEMA,
     SCORE,
+    keyed,
     merge_sampling,
     request_key,
     sample_seed,
+    sampling_key,
 )
 from udfs.prompts import Prompt, Rendered
 
 log = logging.getLogger("augury.llm.stage")
 
 ROW, SAMPLE = "__row", "__sample"  # a unit's input position and sample index
-COPIES = "__copies"  # of a unique request: how many requests of the stage it stands for
+ORDER = "__order"  # a unit's prompt text (without a choice node's continuation)
+SAMPLING_TYPE = pa.struct(
+    [
+        pa.field("temperature", pa.float64()),
+        pa.field("top_p", pa.float64()),
+        pa.field("max_tokens", pa.int32()),
+        pa.field("seed", pa.int64()),
+        pa.field("params", pa.string()),  # every parameter, as JSON with sorted keys
+    ]
+)
 UNIT_FIELDS = [
     pa.field(SAMPLE, pa.int32()),
-    pa.field("__sampling", pa.string()),  # the unit's sampling parameters as JSON
+    pa.field("__sampling", SAMPLING_TYPE),  # the unit's sampling parameters
     pa.field("__keys", pa.list_(pa.string())),  # its request keys, in plan-node order
     pa.field("__options", pa.list_(pa.string())),  # choice: the row's options
     pa.field("__plan", pa.string()),  # choice: the ChoicePlan as JSON
     pa.field("__structured", pa.string()),  # the declared answer form as JSON
     pa.field("__requests", pa.list_(pa.struct(list(REQUEST_SCHEMA)))),
+    pa.field(ORDER, pa.string()),
 ]
 UNIT_COLUMNS = [ROW] + [f.name for f in UNIT_FIELDS]
 
@@ -122,54 +134,58 @@ class RequestRenderer(Tokenizing):
         self.stage, self.prompt = stage, prompt
         self.declared = output_of(stage, prompt)
         self.plans: dict[tuple, ChoicePlan] = {}
+        self.forms = _forms(self.declared)
+        self.greedy_keys: dict[str | None, str] = {}  # by declaration: the stage's greedy sampling key
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        units: list[dict[str, Any]] = []
-        take: list[int] = []
+        units = _Units()
         for i, record in enumerate(batch.drop_columns([ROW]).to_pylist()):
-            for unit in self.units(record):
-                units.append(unit)
-                take.append(i)
-        rows = batch.take(pa.array(take, pa.int64()))
-        for f in UNIT_FIELDS:
-            rows = rows.append_column(f, pa.array([u[f.name] for u in units], f.type))
-        return rows
+            self.units(units, i, record)
+        return units.table(batch)
 
-    def units(self, record: dict[str, Any]) -> list[dict[str, Any]]:
-        """The unit rows of one input row: one per sample, each with its requests."""
+    def units(self, out: _Units, i: int, record: dict[str, Any]) -> None:
+        """Add the unit rows of input row ``i`` to ``out``: one per sample, each with its requests."""
         stage, prompt = self.stage, self.prompt
         variables = stage.variables(record) if stage.variables else record
         text = self.prompt_text(prompt.render(variables))
         row_sampling = _row_sampling(record, stage.sampling_column)
-        row_declared = _row_mapping(record, stage.structured_column) or self.declared
-        structured = structured_form(row_declared)
+        declared = _row_mapping(record, stage.structured_column)
+        structured, canonical = _forms(declared) if declared else self.forms
         scripted = self.cfg.backend == "scripted"
-        variables_json = json.dumps(variables, default=str, sort_keys=True) if scripted else None
-        out = []
+        out.row_fields = {
+            "prompt_id": prompt.id,
+            "variables_json": json.dumps(variables, default=str, sort_keys=True) if scripted else None,
+        }
         for sample in range(stage.samples):
             sampling = merge_sampling(prompt.sampling, stage.sampling, row_sampling)
             if self.cfg.max_new_tokens and prompt.kind != "choice":
                 sampling["max_tokens"] = min(sampling["max_tokens"], self.cfg.max_new_tokens)
             sampling["seed"] = sample_seed(row_sampling.get("seed", stage.seed), text, sample)
-            unit: dict[str, Any] = {
-                SAMPLE: sample,
-                "__sampling": json.dumps(sampling),
-                "__options": None,
-                "__plan": None,
-                "__structured": json.dumps(row_declared) if row_declared else None,
-            }
+            options, plan = None, None
             if prompt.kind == "choice":
                 options = list(record[stage.options_column]) if stage.options_column else list(prompt.options)
                 plan = self.plan(options, text[-1:].isspace())
-                requests = [self.score_request(text, sampling, options, node) for node in plan.nodes]
-                unit.update({"__options": options, "__plan": plan_to_json(plan)})
+                for node in plan.nodes:
+                    self.score_request(out, text, sampling, options, node)
             else:  # generate and verbalized
-                requests = [self.request(GENERATE, text, sampling, [], structured)]
-            for request in requests:
-                request.update(prompt_id=prompt.id, variables_json=variables_json)
-            unit.update({"__keys": [r["request_key"] for r in requests], "__requests": requests})
-            out.append(unit)
-        return out
+                key = keyed(
+                    self.cfg.model, GENERATE, text, self.sampling_key(sampling, canonical, row_sampling), []
+                )
+                out.request(key, text, GENERATE, sampling, structured)
+            out.unit(i, sample, sampling, options, plan_to_json(plan) if plan else None, structured, text)
+
+    def sampling_key(
+        self, sampling: dict[str, Any], canonical: str | None, row_sampling: dict[str, Any]
+    ) -> str:
+        """The sampling part of a generate request's key (``udfs.llm_rows.sampling_key``), the
+        declaration included; a greedy stage without per-row sampling has one per declaration."""
+        if row_sampling or sampling["temperature"] != 0:
+            return sampling_key(GENERATE, {**sampling, "structured": canonical} if canonical else sampling)
+        if canonical not in self.greedy_keys:
+            self.greedy_keys[canonical] = sampling_key(
+                GENERATE, {**sampling, "structured": canonical} if canonical else sampling
+            )
+        return self.greedy_keys[canonical]
 
     def plan(self, options: list[str], ends_with_space: bool) -> ChoicePlan:
         """The choice plan of an option set, built once per worker."""
@@ -179,65 +195,96 @@ class RequestRenderer(Tokenizing):
         return self.plans[key]
 
     def score_request(
-        self, text: str, sampling: dict[str, Any], options: list[str], node: ChoiceNode
-    ) -> dict[str, Any]:
+        self, out: _Units, text: str, sampling: dict[str, Any], options: list[str], node: ChoiceNode
+    ) -> None:
         """The scoring request of one choice-plan node; canonical tokens first, variants ``""``."""
         node_text = text + (self.tokenizer.decode(node.prefix_ids) if node.prefix_ids else "")
-        request = self.request(SCORE, node_text, sampling, list(node.token_ids))
-        request["score_token_options"] = [
+        ids = list(node.token_ids)
+        token_options = [
             OPTION_SEPARATOR.join(options[i] for i in node.groups[g]) if k < len(node.groups) else ""
             for k, g in enumerate(node.token_group)
         ]
-        return request
+        key = request_key(self.cfg.model, SCORE, node_text, sampling, ids)
+        out.request(key, node_text, SCORE, sampling, None, ids, token_options)
+
+
+class _Units:
+    """The columns of a batch's unit rows and of their requests, filled row by row."""
+
+    def __init__(self) -> None:
+        self.take: list[int] = []
+        self.columns: dict[str, list[Any]] = {f.name: [] for f in UNIT_FIELDS if f.name != "__requests"}
+        self.requests: dict[str, list[Any]] = {f.name: [] for f in REQUEST_SCHEMA}
+        self.offsets = [0]
+        self.row_fields: dict[str, Any] = {}  # request fields of the row being rendered
 
     def request(
         self,
-        mode: str,
+        key: str,
         text: str,
+        mode: str,
         sampling: dict[str, Any],
-        score_ids: list[int],
-        structured: str | None = None,
-    ) -> dict[str, Any]:
-        """One request row, keyed by its content."""
-        key_sampling = {**sampling, "structured": structured} if structured else sampling
-        return {
-            "request_key": request_key(self.cfg.model, mode, text, key_sampling, score_ids),
-            "prompt_text": text,
-            "mode": mode,
-            "temperature": float(sampling["temperature"]),
-            "top_p": float(sampling["top_p"]),
-            "max_tokens": int(sampling["max_tokens"]),
-            "seed": int(sampling["seed"]),
-            "stop": list(sampling["stop"]),
-            "structured": structured,
-            "score_token_ids": score_ids,
-            "score_token_options": [],
-            "prompt_id": None,
-            "variables_json": None,
-        }
+        structured: str | None,
+        score_ids: list[int] | None = None,
+        score_options: list[str] | None = None,
+    ) -> None:
+        """One request of the unit being built, keyed by its content."""
+        r = self.requests
+        r["request_key"].append(key)
+        r["prompt_text"].append(text)
+        r["mode"].append(mode)
+        r["temperature"].append(float(sampling["temperature"]))
+        r["top_p"].append(float(sampling["top_p"]))
+        r["max_tokens"].append(int(sampling["max_tokens"]))
+        r["seed"].append(int(sampling["seed"]))
+        r["stop"].append(list(sampling["stop"]))
+        r["structured"].append(structured)
+        r["score_token_ids"].append(score_ids or [])
+        r["score_token_options"].append(score_options or [])
+        r["prompt_id"].append(self.row_fields["prompt_id"])
+        r["variables_json"].append(self.row_fields["variables_json"])
 
-
-class TokenEstimator(Tokenizing):
-    """``map_batches`` UDF for ``--plan``: each request's estimated prompt tokens and its output
-    budget (one token for a scoring request)."""
-
-    def __call__(self, batch: pa.Table) -> pa.Table:
-        tokens = [self.count_tokens(t) for t in batch.column("prompt_text").to_pylist()]
-        budget = pc.if_else(
-            pc.equal(batch.column("mode"), SCORE), 1, batch.column("max_tokens").cast(pa.int64())
+    def unit(
+        self,
+        i: int,
+        sample: int,
+        sampling: dict[str, Any],
+        options: list[str] | None,
+        plan: str | None,
+        structured: str | None,
+        text: str,
+    ) -> None:
+        """The unit of input row ``i`` and ``sample``, owning the requests added since the last one."""
+        c = self.columns
+        self.take.append(i)
+        c[SAMPLE].append(sample)
+        c["__sampling"].append(
+            {
+                "temperature": sampling["temperature"],
+                "top_p": sampling["top_p"],
+                "max_tokens": sampling["max_tokens"],
+                "seed": sampling["seed"],
+                "params": json.dumps(sampling, sort_keys=True),
+            }
         )
-        return pa.table({"prompt_tokens": pa.array(tokens, pa.int64()), "output_tokens": budget})
+        c["__keys"].append(self.requests["request_key"][self.offsets[-1] :])
+        c["__options"].append(options)
+        c["__plan"].append(plan)
+        c["__structured"].append(structured)
+        c[ORDER].append(text)
+        self.offsets.append(len(self.requests["request_key"]))
 
-
-def explode_requests(units: pa.Table) -> pa.Table:
-    """The requests of a block of units, one row each, with the position of the unit that made it
-    (``__row``: the earliest copy of a request wins when duplicates collapse)."""
-    nested = units.column("__requests").combine_chunks()
-    flat = pc.list_flatten(nested)
-    if not len(flat):
-        return REQUEST_SCHEMA.empty_table().append_column(ROW, pa.array([], pa.int64()))
-    table = pa.Table.from_struct_array(flat).cast(REQUEST_SCHEMA)
-    return table.append_column(ROW, units.column(ROW).take(pc.list_parent_indices(nested)))
+    def table(self, batch: pa.Table) -> pa.Table:
+        """The unit rows: the input rows they come from, then the unit columns."""
+        rows = batch.take(pa.array(self.take, pa.int64()))
+        requests = pa.StructArray.from_arrays(
+            [pa.array(self.requests[f.name], f.type) for f in REQUEST_SCHEMA], fields=list(REQUEST_SCHEMA)
+        )
+        nested = pa.ListArray.from_arrays(pa.array(self.offsets, pa.int32()), requests)
+        for f in UNIT_FIELDS:
+            column = nested if f.name == "__requests" else pa.array(self.columns[f.name], f.type)
+            rows = rows.append_column(f, column)
+        return rows
 
 
 def plan_to_json(plan: ChoicePlan) -> str:
@@ -255,6 +302,13 @@ def plan_from_json(text: str) -> ChoicePlan:
     )
     paths = tuple(tuple(tuple(step) for step in path) for path in data["paths"])
     return ChoicePlan(tuple(data["options"]), nodes, paths)
+
+
+def _forms(declared: dict[str, Any] | None) -> tuple[str | None, str | None]:
+    """A declaration as sent (``structured_form``) and as its cache key reads it: with sorted
+    keys, since the order of a schema's properties shapes the answer the engine writes, not
+    whether a cached answer is valid for it."""
+    return structured_form(declared), json.dumps(declared, sort_keys=True) if declared else None
 
 
 def structured_form(declared: dict[str, Any] | None) -> str | None:

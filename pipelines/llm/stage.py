@@ -1,19 +1,19 @@
 """Named LLM stages over Parquet, resumable and deduplicated.
 
-``StageRunner.run(stage, rows)`` runs on Ray Data from end to end (``pipelines.llm.flow``): the
-rows are written as Parquet and read back as a Dataset; Ray workers render the stage's prompt for
-every row (and sample) into requests keyed by content, drop duplicates and requests already
-answered (response shards on disk), sort the rest by prompt text so requests sharing a prefix
-stay adjacent (the engine's prefix cache hits), run them through the configured backend, write
-the responses as durable shards as they arrive, and join them back into output rows per block:
-the input columns plus the contract columns of ``udfs.llm_rows``. A parse failure is a row with
-``parse_ok = false`` and a reason. The driver sees counts and, at the end, the output table.
+``StageRunner.run(stage, rows)`` is one Ray Data execution (``pipelines.llm.flow``): Ray workers
+render the stage's prompt for every row (and sample) into requests keyed by content, drop
+duplicates and requests already answered (response shards on disk), send the rest through the
+configured backend in prompt order (requests sharing a prefix stay adjacent, so the engine's
+prefix cache hits), write the responses as durable shards as they arrive, and assemble the output
+rows: the input columns plus the contract columns of ``udfs.llm_rows``. A parse failure is a row
+with ``parse_ok = false`` and a reason. The driver sees counts and, at the end, the output table.
 
 Layout under ``<root>/<namespace>/<stage>/``: ``responses/shard-*.parquet`` (the request cache,
 ``pipelines.llm.cache``), ``output/`` (the output rows, each with its position ``__row`` and
-``__sample``) and ``_SUCCESS.json`` (the summary); a run's intermediate Parquet lives under
-``<root>/<namespace>/_scratch/`` and is deleted after it. An interrupted stage reruns only the
-requests no completed shard holds; a finished one reruns with zero requests. Engine errors are rows with reasons in the output, but never cached: the next run
+``__sample`` and its request counts) and ``_SUCCESS.json`` (the summary); a run's intermediate
+Parquet lives under ``<root>/<namespace>/_scratch/`` and is deleted after it. An interrupted
+stage reruns only the requests no completed shard holds; a finished one reruns with zero
+requests. Engine errors are rows with reasons in the output, but never cached: the next run
 retries them. ``force`` sends every request of the stage again (the new answers win over the
 cached ones; answers of other rows stay cached); ``plan_only`` computes nothing and marks the
 rows without a cached answer ``not_run``.
@@ -21,6 +21,9 @@ rows without a cached answer ``not_run``.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import logging
 import uuid
 from collections.abc import Callable
@@ -30,7 +33,7 @@ from typing import Any
 import pyarrow as pa
 
 from pipelines.llm import cache
-from pipelines.llm.assemble import assemble, summarize
+from pipelines.llm.assemble import empty_output, summarize
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.render import RenderConfig, RequestRenderer, output_of
 from udfs import storage
@@ -142,10 +145,11 @@ class StageRunner:
             "model": self.llm.model,
             "backend": self.llm.backend,
         }
+        inputs = None if self.plan_only else _fingerprint(stage, prompt, rows, RenderConfig.of(self.llm))
         if rows.num_rows:
-            table = self._run_on_ray(stage, prompt, identity, rows, uri, summary)
+            table = self._run_on_ray(stage, prompt, identity, rows, uri, summary, inputs)
         else:
-            table = assemble(stage, prompt, identity, rows, [], {})
+            table = empty_output(stage, rows)
             summary.metrics.update(dict.fromkeys(COUNTS, 0))
             if self.plan_only:
                 self.plans.append(self._plan(stage.name, 0, summary, (0, 0)))
@@ -154,7 +158,7 @@ class StageRunner:
         if not self.plan_only:
             if not rows.num_rows:
                 storage.write_dataset(table, storage.join(uri, "output"), replace="all")
-            storage.mark_done(uri, summary.to_dict())
+            storage.mark_done(uri, {**summary.to_dict(), "inputs": inputs})
             log.info("stage %s done\n%s", stage.name, summary.table())
         self.summaries.append(summary)
         return table
@@ -167,46 +171,87 @@ class StageRunner:
         rows: pa.Table,
         uri: str,
         summary: RunSummary,
+        inputs: str | None,
     ) -> pa.Table:
-        """The stage's Ray Data steps over intermediate Parquet (deleted afterwards); the driver
-        keeps counts only, until it reads the output back."""
-        from pipelines.llm import flow
+        """The stage as one Ray Data execution (``pipelines.llm.flow``). A stage that finished
+        before on the same inputs runs without a backend (no engine starts for it); should a
+        request turn out not to be cached after all (its shards were removed, its code changed),
+        the stage runs again with one."""
         from pipelines.llm.ray_env import ensure_ray
         from pipelines.llm.scripted import ship_by_value
 
         ensure_ray(self.llm)
         ship_by_value(stage.parser, stage.variables)
+        answered = not self.force and inputs is not None and _answered_before(uri, inputs)
+        table, counts = self._execute(
+            stage, prompt, identity, rows, uri, engine=not (self.plan_only or answered)
+        )
+        if answered and counts["__n_unique"] > counts["__n_cached"]:
+            log.info("stage %s: answered before, but not every request is cached: running it", stage.name)
+            table, counts = self._execute(stage, prompt, identity, rows, uri, engine=True)
+        total, unique, cached = counts["__n_requests"], counts["__n_unique"], counts["__n_cached"]
+        summary.metrics.update(
+            requests_total=total,
+            requests_unique=unique,
+            duplicates_collapsed=total - unique,
+            requests_cached=cached,
+            requests_computed=counts.get("computed", 0),
+        )
+        if "engine_starts" in counts:
+            summary.metrics["engine_starts"] = counts["engine_starts"]  # model loads this stage caused
+        if self.plan_only:
+            tokens = (counts["__n_prompt_tokens"], counts["__n_output_tokens"])
+            self.plans.append(self._plan(stage.name, table.num_rows, summary, tokens))
+        return table
+
+    def _execute(
+        self,
+        stage: LLMStage,
+        prompt: Prompt,
+        identity: dict[str, Any],
+        rows: pa.Table,
+        uri: str,
+        engine: bool,
+    ) -> tuple[pa.Table, dict[str, int]]:
+        """One execution of the stage; returns its output rows and its counts (the sums of the
+        output's count columns, the responses computed and the engines started)."""
+        from pipelines.llm import flow
+        from pipelines.llm.backends import engine_starts
+        from pipelines.llm.partition import Place, StageWork
+
         render_cfg = RenderConfig.of(self.llm)
         parts = [*self.namespace.split("/"), "_scratch", f"{stage.name}-{uuid.uuid4().hex[:8]}"]
         scratch = storage.join(self.root, *parts)
         # a plan writes nothing: it removes every directory its scratch created
         created = _first_missing(self.root, parts) if self.plan_only else scratch
         output_uri = storage.join(scratch if self.plan_only else uri, "output")
-        units_uri, requests_uri = storage.join(scratch, "units"), storage.join(scratch, "requests")
         try:
-            files = flow.write_input(rows, storage.join(scratch, "input"))
-            with flow.stage_context(partitions=files):
-                shards = [] if self.force else cache.usable_shards(uri, stage.name)
-                renderer = RequestRenderer(render_cfg, stage, prompt)
-                counts = flow.requests(
-                    storage.join(scratch, "input"), units_uri, requests_uri, renderer, shards
-                )
-                summary.metrics.update(
-                    requests_total=counts["total"],
-                    requests_unique=counts["unique"],
-                    duplicates_collapsed=counts["total"] - counts["unique"],
-                    requests_cached=counts["cached"],
-                    requests_computed=0,
-                )
-                pending = counts["unique"] - counts["cached"]
-                fresh: list[str] = []
-                if self.plan_only:
-                    tokens = flow.estimate(requests_uri, render_cfg) if pending else (0, 0)
-                    self.plans.append(self._plan(stage.name, counts["units"], summary, tokens))
-                elif pending:
-                    fresh = self._execute(stage, uri, requests_uri, pending, summary)
-                flow.output(units_uri, output_uri, stage, prompt, identity, shards, fresh)
-            return flow.read_output(output_uri)
+            shards = [] if self.force else cache.usable_shards(uri, stage.name)
+            run_id = cache.new_run_id()
+            work = StageWork(
+                stage,
+                prompt,
+                identity,
+                render_cfg,
+                output=Place.of(output_uri),
+                parts=Place.of(storage.join(scratch, "parts")),
+                shards=Place.of(cache.responses_dir(uri)),
+                shard_size=self.llm.shard_size,
+                run_id=run_id,
+                index=cache.index_ref(shards),
+                engine=engine,
+                estimate=self.plan_only,
+            )
+            storage.delete(output_uri)
+            started = engine_starts()
+            with flow.stage_context():
+                flow.execute(rows, RequestRenderer(render_cfg, stage, prompt), work, self.llm)
+            table, counts = flow.read_output(output_uri, rows.num_rows, stage.samples)
+            if engine:
+                pending = counts["__n_unique"] - counts["__n_cached"]
+                counts["computed"] = self._count_computed(stage, uri, run_id, pending)
+                counts["engine_starts"] = engine_starts() - started
+            return table, counts
         finally:
             storage.delete(created)
 
@@ -223,19 +268,10 @@ class StageRunner:
             max_output_tokens=tokens[1],
         )
 
-    def _execute(
-        self, stage: LLMStage, uri: str, requests_uri: str, pending: int, summary: RunSummary
-    ) -> list[str]:
-        """Answer the pending requests into new response shards; returns the shards."""
-        from pipelines.llm import flow
-        from pipelines.llm.backends import engine_starts
-
-        started = engine_starts()
-        run_id = cache.new_run_id()
-        flow.answer(requests_uri, uri, self.llm, run_id)
-        fresh = cache.run_shards(uri, run_id)
+    def _count_computed(self, stage: LLMStage, uri: str, run_id: str, pending: int) -> int:
+        """The responses of this run's shards (from their footers), logged shard by shard."""
         done = 0
-        for shard in fresh:
+        for shard in cache.run_shards(uri, run_id):
             responses, errors = cache.shard_counts(shard)
             done += responses
             log.info(
@@ -251,9 +287,7 @@ class StageRunner:
             raise RuntimeError(
                 f"stage {stage.name}: engine returned no response for {pending - done} requests"
             )
-        summary.metrics["requests_computed"] = done
-        summary.metrics["engine_starts"] = engine_starts() - started  # model loads this stage caused
-        return fresh
+        return done
 
 
 COUNTS = ("requests_total", "requests_unique", "duplicates_collapsed", "requests_cached", "requests_computed")
@@ -266,6 +300,51 @@ def _first_missing(root: str, parts: list[str]) -> str:
         if not storage.exists(storage.join(root, *parts[:n])):
             return storage.join(root, *parts[:n])
     return storage.join(root, *parts)
+
+
+def _fingerprint(stage: LLMStage, prompt: Prompt, rows: pa.Table, render: RenderConfig) -> str:
+    """A digest of a stage's input rows and of the settings its requests are rendered from (the
+    prompt's version, the stage's sampling and columns, the model and backend); its code
+    (``variables``) is not in it."""
+    digest = hashlib.blake2b(digest_size=16)
+    settings = {
+        "prompt": f"{prompt.id}@v{prompt.version}",
+        "render": dataclasses.asdict(render),
+        **{f.name: getattr(stage, f.name) for f in dataclasses.fields(stage) if f.name not in _CODE},
+    }
+    digest.update(json.dumps(settings, default=str, sort_keys=True).encode())
+    with pa.ipc.new_stream(pa.PythonFile(_Digest(digest), mode="w"), rows.schema) as writer:
+        writer.write_table(rows)
+    return digest.hexdigest()
+
+
+_CODE = ("parser", "variables", "parsed_schema")  # stage fields that are code, or say nothing of requests
+
+
+class _Digest:
+    """A write-only file that feeds a digest."""
+
+    def __init__(self, digest: Any):
+        self.digest, self.closed = digest, False
+
+    def write(self, data: bytes) -> int:
+        self.digest.update(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _answered_before(uri: str, inputs: str) -> bool:
+    """Whether the stage's last run finished on the same inputs with no engine error."""
+    if not storage.is_done(uri):
+        return False
+    marker = storage.read_marker(uri)
+    errors = any(reason.startswith("engine") for reason in marker.get("rejected_by_reason", {}))
+    return marker.get("inputs") == inputs and not errors
 
 
 def _check(stage: LLMStage, prompt: Prompt) -> None:

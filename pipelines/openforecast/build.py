@@ -12,25 +12,26 @@ complement rounds after the first depend on answers, so they show only cached wo
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
-from pipelines.benchmarks import write_benchmark_table, write_card, write_eval_items
+from pipelines.builders import Build, Builder, Demo, Inputs, Outputs, Result, ScaleInputs
 from pipelines.llm.ledger import Ledger
-from pipelines.llm.stage import StagePlan, StageRunner
-from pipelines.openforecast.annotate import Annotator
-from pipelines.openforecast.collect import assign_splits, collect_wcep, collect_wikipedia
+from pipelines.llm.stage import StagePlan
+from pipelines.openforecast import annotate
+from pipelines.openforecast.collect import collect
 from pipelines.openforecast.config import NAME, Config
-from pipelines.openforecast.tasks import build_questions
+from pipelines.openforecast.state import State
+from pipelines.openforecast.tasks import questions
+from pipelines.quality import Quality
+from udfs.audit import EventKey
 from udfs.openforecast.dates import period
-from udfs.openforecast.items import eval_item
-from udfs.openforecast.questions import TASKS, AtomicEvent, CETimeline
-from udfs.openforecast.structured import load
+from udfs.openforecast.items import LTF_QUESTION, eval_item
+from udfs.openforecast.questions import TASKS, CETimeline
 from udfs.openforecast.temporal import SPLITS
-from udfs.report import RunSummary
 from udfs.schemas import ARTICLES, WCEP_EVENTS, WIKI_PAGES
 
 log = logging.getLogger("augury.openforecast")
@@ -118,79 +119,16 @@ TASK_SCHEMA = pa.schema(
 )
 
 
-@dataclass
-class BuildResult:
-    tables: dict[str, pa.Table]
-    card: dict[str, Any]
-    summaries: list[RunSummary]
-
-
-def run(config: Config) -> BuildResult:
-    """Build the benchmark; returns its tables, card and step summaries (with ``plan``: the
-    summaries only, after printing the requests per stage)."""
-    runner = StageRunner(config.root, NAME, config.llm, force=config.force, plan_only=config.plan)
-    ledger = Ledger(runner)
-    ledger.inputs(WIKI_PAGES, WCEP_EVENTS, any_of=True, optional=(ARTICLES,))
-    cutoffs = config.cutoffs
-    wcep = collect_wcep(config, ledger)  # first: it calls no model, so a bad story key fails fast
-    budget = None if config.limit is None else config.limit - len(wcep)
-    ces = assign_splits(collect_wikipedia(config, ledger, budget) + wcep, cutoffs, ledger)
-
-    annotator = Annotator(config, ledger)
-    annotator.extract(ces)
-    rounds = annotator.complement(ces)
-    annotator.adjust(ces)
-    annotator.drop_short(ces)
-    described = annotator.describe_events()
-
-    by_id = {ce["ce_id"]: ce for ce in ces}
-    timelines = {
-        ce_id: CETimeline(
-            ce_id=ce_id,
-            split=by_id[ce_id]["split"],
-            split_start=by_id[ce_id]["split_start"],
-            category=by_id[ce_id]["category"],
-            events=tuple(
-                AtomicEvent(
-                    text=text,
-                    ts=described[(ce_id, i)]["ts"],
-                    structured=_structured(described[(ce_id, i)]["structured_json"]),
-                )
-                for i, text in enumerate(events)
-            ),
-        )
-        for ce_id, events in annotator.timelines.items()
-    }
-    samples = build_questions(config, ledger, timelines)
-    if config.plan:
-        print(StagePlan.table(runner.plans))
-        print("(later stages see only the rows whose earlier answers are cached)")
-        return BuildResult(tables={}, card={}, summaries=ledger.summaries)
-
-    tables = _tables(ces, annotator, described, samples, ledger)
-    for name, table in tables.items():
-        if name in TASKS:
-            write_benchmark_table(config.root, NAME, name, table, partition_cols=("split",))
-        elif name == "rejected":
-            ledger.write_rejected()
-        else:
-            write_benchmark_table(config.root, NAME, name, table)
+def finish(b: Build[Config], s: State) -> Outputs:
+    """The tables, the evaluation items of every question and the card's counts."""
+    tables = _tables(s, b.ledger)
+    titles = {ce["ce_id"]: ce["title"] for ce in s.ces}
     items = [
-        eval_item(s, _resolve(s, timelines), by_id[s["ce_id"]]["title"])
-        for task in TASKS
-        for s in samples[task]
+        eval_item(x, _resolve(x, s.final), titles[x["ce_id"]]) for task in TASKS for x in s.samples[task]
     ]
-    tables["eval_items"] = write_eval_items(config.root, NAME, items)
-
-    ledger.check()
-    card = write_card(config.root, NAME, runner, _counts(tables, ledger, cutoffs, rounds), config)
-    print(ledger.table())
-    return BuildResult(tables=tables, card=card, summaries=ledger.summaries)
-
-
-def _structured(cell: str | None) -> tuple[dict[str, Any], ...] | None:
-    events = load(cell)
-    return None if events is None else tuple(events)
+    return Outputs(
+        tables, items, lambda written, _n: _counts(written, b.ledger, b.config.cutoffs, s.complement_rounds)
+    )
 
 
 def _resolve(sample: dict[str, Any], timelines: dict[str, CETimeline]) -> Any:
@@ -199,17 +137,12 @@ def _resolve(sample: dict[str, Any], timelines: dict[str, CETimeline]) -> Any:
     return max(ends) if ends else None
 
 
-def _tables(
-    ces: list[dict[str, Any]],
-    annotator: Annotator,
-    described: dict[tuple[str, int], dict[str, Any]],
-    samples: dict[str, list[dict[str, Any]]],
-    ledger: Ledger,
-) -> dict[str, pa.Table]:
+def _tables(s: State, ledger: Ledger) -> dict[str, pa.Table]:
+    ces, described = s.ces, s.described
     split_of = {ce["ce_id"]: ce["split"] for ce in ces}
     ce_rows, doc_rows = [], []
     for ce in ces:
-        events = annotator.timelines.get(ce["ce_id"])
+        events = s.timelines.get(ce["ce_id"])
         ce_rows.append(
             {
                 **{
@@ -234,18 +167,18 @@ def _tables(
         doc_rows += [{**d, "ce_id": ce["ce_id"], "split": ce["split"]} for d in ce["docs"]]
     atomic = [
         {"ce_id": ce_id, "idx": i, "text": text, "split": split_of[ce_id], **described[(ce_id, i)]}
-        for ce_id, events in annotator.timelines.items()
+        for ce_id, events in s.timelines.items()
         for i, text in enumerate(events)
     ]
     tables = {
         "ce": _table(ce_rows, CE_SCHEMA),
         "ce_doc": _table(doc_rows, CE_DOC_SCHEMA),
-        "timeline_rounds": _table(annotator.rounds, ROUNDS_SCHEMA),
+        "timeline_rounds": _table(s.rounds, ROUNDS_SCHEMA),
         "atomic_event": _table(atomic, ATOMIC_SCHEMA),
         "rejected": ledger.rejected_table(),
     }
     for task in TASKS:
-        tables[task] = _table(samples[task], TASK_SCHEMA)
+        tables[task] = _table(s.samples[task], TASK_SCHEMA)
     return tables
 
 
@@ -283,3 +216,72 @@ def _counts(tables: dict[str, pa.Table], ledger: Ledger, cutoffs: Any, rounds: i
         "timeline_rounds": {"complement_rounds": rounds, **dict(actions)},
         "rejected": ledger.rejected_counts(),
     }
+
+
+def plan_text(b: Build[Config], s: State) -> str:
+    return (
+        StagePlan.table(b.runner.plans)
+        + "\n(later stages see only the rows whose earlier answers are cached)"
+    )
+
+
+def scale(inputs: ScaleInputs) -> dict[str, Any]:
+    """``bench.scale``: the 3 WCEP stories (5 events each, at most 3 documents) and 1 Wikipedia
+    page, one timeline sample, 120 words a document."""
+    return {
+        "wcep_stories": inputs.stories,
+        "wcep_min_events": 5,
+        "max_docs": 3,
+        "max_doc_words": 120,
+        "timeline_samples": 1,
+        "min_timeline_events": 3,
+        "test_start": inputs.test_start,
+        "limit": 4,
+    }
+
+
+BUILDER = Builder(
+    name=NAME,
+    config=Config,
+    inputs=Inputs((WIKI_PAGES, WCEP_EVENTS), any_of=True, optional=(ARTICLES,)),
+    state=State,
+    steps=(
+        collect,
+        annotate.extract,
+        annotate.complement,
+        annotate.adjust,
+        annotate.drop_short,
+        annotate.describe_events,
+        questions,
+    ),
+    finish=finish,
+    tables=dict.fromkeys(("ce", "ce_doc", "timeline_rounds", "atomic_event", "rejected"), ())
+    | dict.fromkeys(TASKS, ("split",)),
+    event=EventKey("complex event", ("mcnc", "mcac", "vqa", "stf", "ltf", "aqa"), "sample_id", "ce_id"),
+    demo=Demo("OpenForecast (complex events from Wikipedia and the Current Events Portal)", ("--demo",)),
+    scale=scale,
+    plan=plan_text,
+    quality=Quality(
+        # the builder's own question texts; only the candidate event of a VQA question is the model's
+        fixed=(
+            re.escape(LTF_QUESTION),
+            r"What will happen on [^?]+\?",
+            re.escape("Which of these events will happen?"),
+            r"Will this event happen\? (?P<generated>.+)",
+        ),
+        prompts=("openforecast.mcac_question",),
+        paper={
+            "categories (WCEP headings)": "Politics and elections 20.9%, Disasters and accidents 19.1%, Armed "
+            "conflicts and attacks 18.6%, Law and crime 17.5%, International relations 8.9%, Business and "
+            "economy 4.2%, Health and environment 4.1%, Arts and culture 3.0%, Science and technology 2.6%, "
+            "Sports 1.2%",
+            "VQA positive/negative": "0.97",
+        },
+    ),
+)
+
+
+def run(config: Config) -> Result:
+    """Build the benchmark; returns its tables, card and step summaries (with ``plan``: the
+    summaries only, after printing the requests per stage)."""
+    return BUILDER.run(config)

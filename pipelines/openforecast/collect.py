@@ -9,10 +9,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipelines.builders import Build
 from pipelines.llm.ledger import Ledger
 from pipelines.llm.stage import LLMStage
 from pipelines.openforecast.config import Config
 from pipelines.openforecast.stages import date_stage, heading_stage
+from pipelines.openforecast.state import State
 from udfs.ids import stable_id
 from udfs.openforecast import stories, wiki
 from udfs.openforecast.dates import period
@@ -23,6 +25,14 @@ from udfs.urls import norm_url
 CATEGORY = LLMStage("wiki_category", "openforecast.page_category")
 LIGHT_COLUMNS = ["page_id", "title", "ns", "is_redirect", "n_words", "categories", "dump"]
 ARTICLE_COLUMNS = ["article_id", "canonical_url", "title", "text", "language"]
+
+
+def collect(b: Build[Config], s: State) -> None:
+    """The complex events: WCEP stories first (no model call, so a bad story key fails fast),
+    then Wikipedia pages up to what ``--limit`` leaves; then the split of each."""
+    wcep = collect_wcep(b.config, b.ledger)
+    budget = None if b.config.limit is None else b.config.limit - len(wcep)
+    s.ces = assign_splits(collect_wikipedia(b.config, b.ledger, budget) + wcep, b.config.cutoffs, b.ledger)
 
 
 def collect_wikipedia(config: Config, ledger: Ledger, budget: int | None) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipelines.llm.config import LLMConfig
-from pipelines.options import RunOptions
+from pipelines.options import BuildOptions
 from udfs.cli import option
 from udfs.openforecast.temporal import PAPER_CUTOFFS, SplitCutoffs
 
@@ -15,7 +15,7 @@ NAME = "openforecast"
 
 
 @dataclass(frozen=True)
-class Config(RunOptions):
+class Config(BuildOptions):
     """What to build and how.
 
     Splits: the paper's cutoffs unless ``test_start`` is given (the spec's rule for newer
@@ -24,7 +24,7 @@ class Config(RunOptions):
     any model call.
     """
 
-    wiki_min_words: int = option(200, help="shortest Wikipedia page considered (words)", min=1)
+    wiki_min_words: int = option(200, help="leave out Wikipedia pages of fewer words", min=1)
     min_year: int = option(1950, help="complex events dated before this year are dropped")
     wiki_titles: tuple[str, ...] = option(
         (), help="only this Wikipedia page (repeatable; default: all)", flag="--wiki-title", repeat=True
@@ -33,12 +33,20 @@ class Config(RunOptions):
         (), help="only this WCEP story key, A|B (repeatable; default: all)", flag="--wcep-story", repeat=True
     )
     wcep_min_events: int = option(1, help="portal events a WCEP story needs", min=1)
-    max_docs: int = option(10, help="documents per WCEP complex event", min=1)
-    max_doc_words: int | None = option(None, help="cut every document shown to the model (words)", min=1)
+    max_docs: int = option(
+        10,
+        help="at most N documents per WCEP complex event, in time order (one complement round each after the first)",
+        min=1,
+    )
+    max_doc_words: int | None = option(
+        None, help="cut every document shown to the model after N words [default: the whole text]", min=1
+    )
     timeline_samples: int = option(
         3, help="samples per WCEP timeline request (the first parseable one is kept)", min=1
     )
-    min_timeline_events: int = option(5, help="atomic events a final timeline needs", min=1)
+    min_timeline_events: int = option(
+        5, help="complex events whose final timeline has fewer atomic events are dropped", min=1
+    )
     train_end: dt.date = option(
         PAPER_CUTOFFS.train_end, help="last day of the train split", clears=("test_start",)
     )

@@ -5,7 +5,7 @@ enforces and the runner checks before the parser runs; the parsers accept every 
 form, and still read answers from backends that enforce nothing. Two departures from the
 prompt's own declaration (``udfs.openforecast.outputs``): under a token cap
 (``--max-new-tokens``) below a prompt's ``max_tokens`` a stage sends the form with fewer items
-and shorter strings, so that answers can finish; the adjustment's form is per row (its lines are
+and shorter strings, so that answers can finish (``BuilderStage.form``, fitted by the ledger); the adjustment's form is per row (its lines are
 the timeline's own items, ``REORDER_COLUMN``).
 """
 
@@ -16,11 +16,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from pipelines.llm.attempts import BuilderStage, below_cap
 from pipelines.llm.stage import LLMStage
 from udfs.llm_parsing import ParseError
 from udfs.openforecast import outputs, questions, structured, timeline
 from udfs.openforecast.dates import extract_date
-from udfs.prompts import load_prompt
 
 REORDER_COLUMN = "reorder_output"  # the adjustment's per-row answer form (JSON)
 EVENTS_SCHEMA = pa.schema([pa.field("events", pa.list_(pa.string()))])
@@ -49,20 +49,12 @@ def parse_optional_date(text: str) -> dict[str, str | None]:
     return {"ts": extract_date(text)}
 
 
-def declared(prompt_id: str, cap: int | None) -> dict[str, Any] | None:
-    """The answer form a stage sends: None (the prompt's own declaration) unless ``cap`` is below
-    the prompt's ``max_tokens``; then the form fitted to the cap."""
-    if cap is None or cap >= load_prompt(prompt_id).sampling["max_tokens"]:
-        return None
-    return outputs.fitted(prompt_id, cap)
-
-
 def _generate(
-    name: str, prompt_id: str, parser: Any, schema: pa.Schema, cap: int | None = None, **kwargs: Any
+    name: str, prompt_id: str, parser: Any, schema: pa.Schema, fitted: bool = True, **kwargs: Any
 ) -> LLMStage:
-    return LLMStage(
-        name, prompt_id, parser=parser, parsed_schema=schema, structured=declared(prompt_id, cap), **kwargs
-    )
+    """A generate stage; ``fitted``: its answer form fits its token budget (``below_cap``)."""
+    form = below_cap(prompt_id, outputs.fitted) if fitted else None
+    return BuilderStage(name, prompt_id, parser=parser, parsed_schema=schema, form=form, **kwargs)
 
 
 def heading_stage() -> LLMStage:
@@ -70,12 +62,13 @@ def heading_stage() -> LLMStage:
 
 
 def date_stage(name: str, prompt_id: str) -> LLMStage:
+    """A date answer: a fixed-size form, the prompt's own."""
     parser = parse_required_date if prompt_id == "openforecast.page_date" else parse_optional_date
-    return _generate(name, prompt_id, parser, TS_SCHEMA)
+    return _generate(name, prompt_id, parser, TS_SCHEMA, fitted=False)
 
 
-def timeline_stage(name: str, prompt_id: str, cap: int | None, samples: int = 1) -> LLMStage:
-    return _generate(name, prompt_id, timeline.parse_timeline, EVENTS_SCHEMA, cap, samples=samples)
+def timeline_stage(name: str, prompt_id: str, samples: int = 1) -> LLMStage:
+    return _generate(name, prompt_id, timeline.parse_timeline, EVENTS_SCHEMA, samples=samples)
 
 
 def adjust_stage() -> LLMStage:
@@ -85,6 +78,7 @@ def adjust_stage() -> LLMStage:
         "openforecast.adjust",
         timeline.parse_timeline,
         EVENTS_SCHEMA,
+        fitted=False,
         structured_column=REORDER_COLUMN,
     )
 
@@ -94,15 +88,15 @@ def reorder_row(events: list[str]) -> str:
     return json.dumps(outputs.reorder_output(events))
 
 
-def structured_stage(name: str, cap: int | None) -> LLMStage:
-    return _generate(name, "openforecast.event_struct", structured.parse_structured, STRUCTURED_SCHEMA, cap)
+def structured_stage(name: str) -> LLMStage:
+    return _generate(name, "openforecast.event_struct", structured.parse_structured, STRUCTURED_SCHEMA)
 
 
-def negatives_stage(cap: int | None) -> LLMStage:
+def negatives_stage() -> LLMStage:
     return _generate(
-        "mcnc_negatives", "openforecast.mcnc_negatives", questions.parse_negatives, NEGATIVES_SCHEMA, cap
+        "mcnc_negatives", "openforecast.mcnc_negatives", questions.parse_negatives, NEGATIVES_SCHEMA
     )
 
 
-def mcac_stage(cap: int | None) -> LLMStage:
-    return _generate("mcac_questions", "openforecast.mcac_question", questions.parse_mcac, MCAC_SCHEMA, cap)
+def mcac_stage() -> LLMStage:
+    return _generate("mcac_questions", "openforecast.mcac_question", questions.parse_mcac, MCAC_SCHEMA)

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipelines.builders import Build
 from pipelines.llm.ledger import Ledger
 from pipelines.llm.stage import LLMStage
 from pipelines.openforecast.config import Config
 from pipelines.openforecast.stages import mcac_stage, negatives_stage, structured_stage
+from pipelines.openforecast.state import State
 from udfs.openforecast import questions as q
 from udfs.openforecast.structured import load, really_happened
 from udfs.openforecast.timeline import render
@@ -45,6 +47,35 @@ def _sample(
     step.metrics["drawn"] = len(drawn)
     step.finish()
     return drawn
+
+
+def questions(b: Build[Config], s: State) -> None:
+    """The finished timelines (``s.final``: each CE's atomic events with their timestamps and
+    structured events), then the questions of every task (``s.samples``)."""
+    by_id = {ce["ce_id"]: ce for ce in s.ces}
+    s.final = {
+        ce_id: q.CETimeline(
+            ce_id=ce_id,
+            split=by_id[ce_id]["split"],
+            split_start=by_id[ce_id]["split_start"],
+            category=by_id[ce_id]["category"],
+            events=tuple(
+                q.AtomicEvent(
+                    text=text,
+                    ts=s.described[(ce_id, i)]["ts"],
+                    structured=_structured(s.described[(ce_id, i)]["structured_json"]),
+                )
+                for i, text in enumerate(events)
+            ),
+        )
+        for ce_id, events in s.timelines.items()
+    }
+    s.samples = build_questions(b.config, b.ledger, s.final)
+
+
+def _structured(cell: str | None) -> tuple[dict[str, Any], ...] | None:
+    events = load(cell)
+    return None if events is None else tuple(events)
 
 
 def build_questions(
@@ -79,7 +110,7 @@ def _mcnc(
         }
         for r in requests
     ]
-    answers = {a["sample_id"]: a for a in _run(ledger, negatives_stage(config.llm.max_new_tokens), rows)}
+    answers = {a["sample_id"]: a for a in _run(ledger, negatives_stage(), rows)}
     step = ledger.step("mcnc_check")
     checked = []
     for r in requests:
@@ -108,9 +139,7 @@ def _mcnc(
     ]
     shapes = {
         (s["sample_id"], s["n"]): load(s["structured_json"]) if s["parse_ok"] else None
-        for s in _run(
-            ledger, structured_stage("negatives_structured", config.llm.max_new_tokens), rows, "event"
-        )
+        for s in _run(ledger, structured_stage("negatives_structured"), rows, "event")
     }
     step = ledger.step("mcnc_leak_filter")
     mcnc, vqa = [], []
@@ -158,7 +187,7 @@ def _mcac(config: Config, ledger: Ledger, requests: list[dict]) -> tuple[list[di
         }
         for r in requests
     ]
-    answers = {a["sample_id"]: a for a in _run(ledger, mcac_stage(config.llm.max_new_tokens), rows)}
+    answers = {a["sample_id"]: a for a in _run(ledger, mcac_stage(), rows)}
     step = ledger.step("mcac_check")
     aqa, mcac = [], []
     for r in requests:

@@ -1,9 +1,9 @@
 """The PROPHET builder: evidence per question, exact CIL per article, and the L1/L2 split.
 
-Steps (spec ``prophet.md``, ``docs/prophet.md``): the questions (``questions``), their evidence
-(``evidence``: queries, retrieval through the article index with the cutoff inside the search,
-relevance, top N), CIL per evidence article (``cil``), the L1/L2 rule; ``--plan`` prints the
-requests per question instead (``plan``).
+Steps (spec ``prophet.md``, ``docs/prophet.md``): the corpus and its index (``evidence``), the
+questions (``questions``), their evidence (``evidence``: queries, retrieval through the article
+index with the cutoff inside the search, relevance, top N), CIL per evidence article (``cil``),
+the L1/L2 rule; ``--plan`` prints the requests per question instead (``plan``).
 
 Outputs under ``benchmarks/prophet/``: questions (by split), evidence, cil, joint_tables,
 queries, rejected, eval_items (by split) and the dataset card. Every row a step or stage
@@ -15,20 +15,19 @@ counts reconcile.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
-from pipelines.benchmarks import write_benchmark_table, write_card, write_eval_items
+from pipelines.builders import Build, Builder, Demo, Inputs, Outputs, Result, ScaleInputs
+from pipelines.evaluate.context import RetrievalConfig
 from pipelines.llm.ledger import Ledger
-from pipelines.llm.stage import StagePlan, StageRunner
-from pipelines.prophet.attempts import Attempts
-from pipelines.prophet.cil import CilResult, compute_cil
+from pipelines.prophet.cil import compute_cil
 from pipelines.prophet.config import NAME, Config
-from pipelines.prophet.evidence import Corpus, generate_queries, rate, retrieve, select
-from pipelines.prophet.plan import format_plan, plan_rows
-from pipelines.prophet.questions import eval_items, load_questions, question_rows
+from pipelines.prophet.evidence import Corpus, generate_queries, open_corpus, rate, retrieve, select
+from pipelines.prophet.plan import plan_text
+from pipelines.prophet.questions import eval_items, question_rows, read_questions
+from pipelines.prophet.state import State
 from pipelines.prophet.tables import (
     CIL_SCHEMA,
     EVIDENCE_SCHEMA,
@@ -36,79 +35,35 @@ from pipelines.prophet.tables import (
     QUERY_SCHEMA,
     QUESTION_OUT_SCHEMA,
 )
-from udfs.report import RunSummary
+from udfs.audit import EventKey
 from udfs.schemas import ARTICLES
 
 
-@dataclass
-class Result:
-    """The benchmark's tables by name, every step's summary, the card and (``--plan``) the plan."""
-
-    tables: dict[str, pa.Table]
-    summaries: list[RunSummary]
-    card: dict[str, Any] | None
-    plan: list[dict[str, Any]] = field(default_factory=list)
-
-
-def run(config: Config) -> Result:
-    """Build the benchmark (or, with ``plan``, print the LLM requests per question and stop)."""
-    runner = StageRunner(config.root, NAME, config.llm, force=config.force, plan_only=config.plan)
-    ledger = Ledger(runner)
-    ledger.inputs(ARTICLES)
-    corpus = Corpus.open(ledger, config.root)
-    questions, skipped = load_questions(config)
-    qrows = {q["question_id"]: q for q in questions.to_pylist()}
-    dates = {qid: q["resolution_date"] for qid, q in qrows.items()}
-    attempts = Attempts(ledger, config.seed)
-
-    queries, unknown_queries = generate_queries(attempts, config, questions)
-    candidates = retrieve(ledger, config, corpus, queries, dates)
-    articles = corpus.articles(c["article_id"] for c in candidates)  # the candidates' prompt fields only
-    rated, unknown_ratings = rate(attempts, config, articles, qrows, candidates)
-    unknown_evidence = unknown_queries | unknown_ratings
-    evidence = select(
-        ledger, config, articles, [r for r in rated if r["question_id"] not in unknown_evidence], dates
-    )
-    cil = (
-        CilResult({})
-        if config.evidence_only
-        else compute_cil(attempts, ledger, config, qrows, evidence, articles)
-    )
-    if config.plan:
-        rows = plan_rows(config, attempts.costs, list(qrows), cil.plans, unknown_queries, unknown_evidence)
-        print(StagePlan.table(runner.plans))
-        print(format_plan(rows))
-        return Result({}, ledger.summaries, None, rows)
-
+def finish(b: Build[Config], s: State) -> Outputs:
+    """The queries and evidence; unless ``evidence_only``, the CIL, the joint tables, the
+    questions with their L1/L2 split (the ``split`` step), the evaluation items and the card."""
     tables = {
-        "queries": pa.Table.from_pylist(queries, schema=QUERY_SCHEMA),
-        "evidence": pa.Table.from_pylist(evidence, schema=EVIDENCE_SCHEMA),
+        "queries": pa.Table.from_pylist(s.queries, schema=QUERY_SCHEMA),
+        "evidence": pa.Table.from_pylist(s.evidence, schema=EVIDENCE_SCHEMA),
     }
-    if not config.evidence_only:
-        out_rows = question_rows(
-            config, attempts.costs, qrows, queries, candidates, evidence, cil.cil_rows, corpus
-        )
-        split = ledger.step("split")
-        ledger.keep(split, len(out_rows))
-        split.metrics.update(Counter(q["split"] for q in out_rows))
-        ledger.close(split)
-        tables |= {
-            "cil": pa.Table.from_pylist(cil.cil_rows, schema=CIL_SCHEMA),
-            "joint_tables": pa.Table.from_pylist(cil.joint_rows, schema=JOINT_SCHEMA),
-            "questions": pa.Table.from_pylist(out_rows, schema=QUESTION_OUT_SCHEMA),
-        }
-    ledger.check()
-    for name, table in tables.items():
-        write_benchmark_table(config.root, NAME, name, table, ("split",) if name == "questions" else ())
-    ledger.write_rejected()
-    card = None
-    if not config.evidence_only:
-        tables["eval_items"] = write_eval_items(
-            config.root, NAME, eval_items(out_rows, evidence, cil.cil_rows)
-        )
-        card = write_card(config.root, NAME, runner, counts(tables, skipped, corpus, ledger), config)
-    print(ledger.table())
-    return Result(tables, ledger.summaries, card)
+    if b.config.evidence_only:
+        return Outputs(tables)
+    assert s.cil is not None and s.corpus is not None
+    corpus, cil = s.corpus, s.cil
+    out_rows = question_rows(
+        b.config, s.costs, s.qrows, s.queries, s.candidates, s.evidence, cil.cil_rows, corpus
+    )
+    split = b.ledger.step("split")
+    b.ledger.keep(split, len(out_rows))
+    split.metrics.update(Counter(q["split"] for q in out_rows))
+    b.ledger.close(split)
+    tables |= {
+        "cil": pa.Table.from_pylist(cil.cil_rows, schema=CIL_SCHEMA),
+        "joint_tables": pa.Table.from_pylist(cil.joint_rows, schema=JOINT_SCHEMA),
+        "questions": pa.Table.from_pylist(out_rows, schema=QUESTION_OUT_SCHEMA),
+    }
+    items = eval_items(out_rows, s.evidence, cil.cil_rows)
+    return Outputs(tables, items, lambda written, _n: counts(written, s.skipped, corpus, b.ledger))
 
 
 def counts(
@@ -135,3 +90,56 @@ def counts(
         },
         "llm_requests": sum(q["llm_requests"] for q in questions),
     }
+
+
+def scale(inputs: ScaleInputs) -> dict[str, Any]:
+    """``bench.scale``: 2 questions, the demo's ``logprob`` estimator and ``score`` rating,
+    3 queries, 10 hits a query, N = 6, K_max = 2."""
+    return {
+        "questions": inputs.questions,
+        "limit": 2,
+        "estimator": "logprob",
+        "rating": "score",
+        "num_queries": 3,
+        "search_depth": 10,
+        "top_n": 6,
+        "k_max": 2,
+        "context_words": 40,
+        "rating_words": 60,
+        "cil_words": 25,
+    }
+
+
+BUILDER = Builder(
+    name=NAME,
+    config=Config,
+    inputs=Inputs((ARTICLES,), index=True),
+    state=State,
+    steps=(open_corpus, read_questions, generate_queries, retrieve, rate, select, compute_cil),
+    finish=finish,
+    tables=dict.fromkeys(("queries", "evidence", "cil", "joint_tables", "rejected"), ())
+    | {"questions": ("split",)},
+    event=EventKey("question", ("questions",), "question_id", "question_id"),
+    # N = 10 inside the question's kept evidence set, every article shown as its summary (§5)
+    retrieval=RetrievalConfig(k=10, summaries=True),
+    demo=Demo(
+        "PROPHET (real ForecastBench questions, logprob CIL)",
+        (
+            "--forecastbench",
+            "{shared}/questions/forecastbench_2024-07-21-human.json",
+            "{shared}/questions/forecastbench_2024-07-21_resolution_set.json",
+            *("--question-ids", "IHLIDXUS@2024-07-28,CBRE@2024-07-28,NASDAQ100@2024-08-20"),
+            *("--estimator", "logprob", "--rating", "score", "--num-queries", "2", "--search-depth", "6"),
+            *("--top-n", "4", "--k-max", "2", "--max-new-tokens", "16"),
+            *("--context-words", "40", "--rating-words", "60", "--cil-words", "25"),
+        ),
+    ),
+    scale=scale,
+    plan=plan_text,
+    details=lambda s: {"plan": s.plan},
+)
+
+
+def run(config: Config) -> Result:
+    """Build the benchmark (or, with ``plan``, print the LLM requests per question and stop)."""
+    return BUILDER.run(config)

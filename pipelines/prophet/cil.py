@@ -13,17 +13,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipelines.llm.ledger import Ledger
-from pipelines.prophet.attempts import Attempts, Unit
+from pipelines.builders import Build
 from pipelines.prophet.config import Config
 from pipelines.prophet.stages import cil_stages
+from pipelines.prophet.state import State
 from udfs.prophet.cil import EvidenceArticle
 from udfs.prophet.layout import PromptArticle, snippet
 from udfs.prophet.plan import QuestionPlan, assemble, plan_question
 from udfs.prophet.requests import conditional_key, joint_key, plan_requests, term_values
 
-JOINT_TERM = Unit("joint_term", "bits", ("bin", "window_ids"))
-CONDITIONAL_TERM = Unit("conditional_term", "article_id", ("bin", "bits", "x"))
+# how each stage's failed rows are recorded: unit, id column and record columns
+JOINT_TERM = {"unit": "joint_term", "id_column": "bits", "record_columns": ("bin", "window_ids")}
+CONDITIONAL_TERM = {
+    "unit": "conditional_term",
+    "id_column": "article_id",
+    "record_columns": ("bin", "bits", "x"),
+}
 
 
 @dataclass
@@ -49,18 +54,15 @@ def shown_articles(
     }
 
 
-def compute_cil(
-    attempts: Attempts,
-    ledger: Ledger,
-    config: Config,
-    questions: Mapping[str, dict[str, Any]],
-    evidence: list[dict[str, Any]],
-    articles: Mapping[str, dict[str, Any]],
-) -> CilResult:
-    """Plans, CIL rows and joint-table rows of the questions with evidence (plans only in plan mode)."""
-    c = config
+def compute_cil(b: Build[Config], s: State) -> None:
+    """``s.cil``: the plans of the questions with evidence, and (not in plan mode) their CIL and
+    joint-table rows; nothing with ``evidence_only``."""
+    c, ledger, questions = b.config, b.ledger, s.qrows
+    if c.evidence_only:
+        s.cil = CilResult({})
+        return
     by_question: dict[str, list[EvidenceArticle]] = defaultdict(list)
-    for e in evidence:
+    for e in s.evidence:
         by_question[e["question_id"]].append(EvidenceArticle(e["article_id"], e["published_at"], e["rating"]))
     plans = {
         qid: plan_question(qid, questions[qid]["resolution_date"], arts, c.w, c.k_max)
@@ -68,18 +70,25 @@ def compute_cil(
     }
     joint_stage, conditional_stage = cil_stages(
         c,
-        shown_articles(evidence, articles, c.cil_words),
+        shown_articles(s.evidence, s.articles, c.cil_words),
         {qid: q["question"] for qid, q in questions.items()},
     )
     joints, conditionals = plan_requests(plans)
     retries = c.retries if c.estimator == "verbalized" else 0
-    joint_out = attempts.run(joint_stage, joints, JOINT_TERM, retries)
-    conditional_out = attempts.run(conditional_stage, conditionals, CONDITIONAL_TERM, retries)
-    if c.plan:
-        return CilResult(plans)
-    joint_values = term_values(joint_out, joint_key, c.r, c.estimator)
-    conditional_values = term_values(conditional_out, conditional_key, c.r, c.estimator)
+    outputs = []
+    for stage, rows, unit in (
+        (joint_stage, joints, JOINT_TERM),
+        (conditional_stage, conditionals, CONDITIONAL_TERM),
+    ):
+        out = ledger.run(stage, rows, parent_column="question_id", retries=retries, **unit)
+        s.costs.add(out)
+        outputs.append(out)
     result = CilResult(plans)
+    s.cil = result
+    if c.plan:
+        return
+    joint_values = term_values([outputs[0]], joint_key, c.r, c.estimator)
+    conditional_values = term_values([outputs[1]], conditional_key, c.r, c.estimator)
     step = ledger.step("cil")
     extra = {"estimator": c.estimator, "repeats": c.r, "layout": c.layout, "model": c.llm.model}
     for qid, plan in plans.items():
@@ -99,4 +108,3 @@ def compute_cil(
                 step, row["reason"], unit="article", item_id=row["article_id"], parent_id=row["question_id"]
             )
     ledger.close(step)
-    return result

@@ -1,7 +1,7 @@
 """Configuration of the PROPHET builder: the spec's defaults (paper values where it has them).
 
 The shared options (``--root --force --plan --seed --limit`` and the LLM group with
-``--max-new-tokens``) come from ``RunOptions``; a unit of ``--limit`` is a question, taken in
+``--max-new-tokens``) come from ``BuildOptions``; a unit of ``--limit`` is a question, taken in
 the importer's order after ``--question-ids``.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipelines.options import RunOptions
+from pipelines.options import BuildOptions
 from udfs.cli import option
 from udfs.prophet.layout import ESTIMATORS, LAYOUTS
 
@@ -18,7 +18,7 @@ RATING_MODES = ("generate", "score")
 
 
 @dataclass(frozen=True)
-class Config(RunOptions):
+class Config(BuildOptions):
     """Everything a run depends on. Exactly one question source: ``questions`` or ``forecastbench``."""
 
     questions: str | None = option(
@@ -38,8 +38,12 @@ class Config(RunOptions):
     )
     # evidence (spec §2, §8)
     num_queries: int = option(5, help="queries asked of prompts (b) and (c), at most that many kept", min=1)
-    max_words: int = option(8, help="words per generated query", min=1)
-    search_depth: int = option(50, help="BM25 hits per query", min=1)
+    max_words: int = option(8, help="at most N words per generated query", min=1)
+    search_depth: int = option(
+        50,
+        help="BM25 hits per query (published before the question's cutoff, near-duplicates left out)",
+        min=1,
+    )
     rating: str = option(
         "generate",
         help="relevance rating: generate = paper prompt (d), parse 'Rating: n'; score = expected "
@@ -67,7 +71,9 @@ class Config(RunOptions):
         None, help="r, sampled repeats per CIL term [default: 2 for verbalized; logprob is always 1]", min=1
     )
     w: int = option(3, help="window: older 10-day bins an article depends on", min=1)
-    k_max: int = option(10, help="cap on the articles of a window", min=0)
+    k_max: int = option(
+        10, help="at most N articles in a window (a window's CIL requests grow as 2^N)", min=0
+    )
     cil_words: int = option(60, help="words of each article (after its title) in the CIL prompts", min=1)
     retries: int = option(2, help="retries of verbalized CIL answers that fail to parse (new seeds)", min=0)
     tau: float = option(
@@ -76,18 +82,11 @@ class Config(RunOptions):
     k: int = option(3, help="L1 when at least k articles have CIL > tau", min=1)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if (self.questions is None) == (self.forecastbench is None):
             raise ValueError("give exactly one of --questions (a file) and --forecastbench (two files)")
-        if self.estimator not in ESTIMATORS or self.layout not in LAYOUTS or self.rating not in RATING_MODES:
-            raise ValueError(f"estimator ∈ {ESTIMATORS}, layout ∈ {LAYOUTS}, rating ∈ {RATING_MODES}")
         if self.estimator == "logprob" and self.repeats not in (None, 1):
             raise ValueError("the logprob estimator is deterministic: --repeats must be 1")
-        if self.r < 1 or self.w < 1 or self.k_max < 0 or self.top_n < 1 or self.k < 1:
-            raise ValueError("repeats, w, top_n and k must be positive; k_max >= 0")
-        if self.num_queries < 1 or self.max_words < 1:
-            raise ValueError("num_queries and max_words must be positive (0 would mean no limit)")
-        if self.limit is not None and self.limit < 1:
-            raise ValueError("limit must be positive")
 
     @property
     def r(self) -> int:

@@ -19,7 +19,7 @@ engine's caches stay out of the driver.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,12 +27,14 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import ray
 
+from pipelines.builders import Build
 from pipelines.index.engine import ArticleIndex, require_index
 from pipelines.llm.ledger import Ledger
 from pipelines.llm.ray_env import ensure_ray
-from pipelines.prophet.attempts import Attempts, Unit, not_answered
 from pipelines.prophet.config import Config
+from pipelines.prophet.costs import not_answered
 from pipelines.prophet.stages import QUERY_PROMPTS, query_stage, relevance_stage
+from pipelines.prophet.state import State
 from pipelines.prophet.tables import CANDIDATE_SCHEMA
 from udfs import storage
 from udfs.cli import InputError
@@ -43,8 +45,6 @@ from udfs.retrieval import Hit
 from udfs.schemas import ARTICLES
 
 FALLBACK_QUERY = "question"  # query type of a question's own text when no query was generated
-QUESTION = Unit("question", "question_id")
-CANDIDATE = Unit("article", "article_id")
 PROMPT_COLUMNS = ["article_id", "title", "text", "url"]  # what the prompts and the evidence table show
 
 
@@ -154,22 +154,29 @@ class Corpus:
         return found
 
 
-def generate_queries(
-    attempts: Attempts, config: Config, questions: pa.Table
-) -> tuple[list[dict[str, Any]], set[str]]:
-    """Generated queries per question (a)–(c), with the question-text fallback, and the questions
-    whose queries are not known yet (plan mode before the stages ran; they get no queries)."""
-    rows = questions.select(["question_id", "question", "background", "resolution_date"])
+def open_corpus(b: Build[Config], s: State) -> None:
+    """The searchable articles and their index (``Corpus.open``: the ``corpus`` step)."""
+    s.corpus = Corpus.open(b.ledger, b.config.root)
+
+
+def generate_queries(b: Build[Config], s: State) -> None:
+    """Generated queries per question (a)–(c), a failed list asked once more, with the
+    question-text fallback (``s.queries``), and the questions whose queries are not known yet
+    (``s.unknown_queries``: plan mode before the stages ran; they get no queries)."""
+    assert s.questions is not None
+    rows = s.questions.select(["question_id", "question", "background", "resolution_date"])
     found: dict[tuple[str, str], list[str]] = {}
     unknown: set[str] = set()
     for kind in QUERY_PROMPTS:
-        outputs = attempts.run(query_stage(kind, config), rows, QUESTION, retries=1)
-        unknown |= not_answered(outputs)
-        for out in outputs:
-            for r in out.filter(out.column("parse_ok")).to_pylist():
-                found.setdefault((r["question_id"], kind), r["queries"])
+        out = b.ledger.run(
+            query_stage(kind, b.config), rows, unit="question", id_column="question_id", retries=1
+        )
+        s.costs.add(out)
+        unknown |= not_answered(out)
+        for r in out.filter(out.column("parse_ok")).to_pylist():  # first attempts first
+            found.setdefault((r["question_id"], kind), r["queries"])
     queries = []
-    for q in questions.to_pylist():
+    for q in s.questions.to_pylist():
         if q["question_id"] in unknown:
             continue
         mine = [
@@ -180,24 +187,20 @@ def generate_queries(
         queries += mine or [
             {"question_id": q["question_id"], "query_type": FALLBACK_QUERY, "query": q["question"]}
         ]
-    return queries, unknown
+    s.queries, s.unknown_queries = queries, unknown
 
 
-def retrieve(
-    ledger: Ledger,
-    config: Config,
-    corpus: Corpus,
-    queries: list[dict[str, Any]],
-    dates: Mapping[str, dt.date],
-) -> list[dict[str, Any]]:
-    """Search every query with its question's cutoff (sets its ``n_hits``); the union of hits per
-    question, checked against each question's D before any prompt shows them."""
-    step = ledger.step("retrieval")
+def retrieve(b: Build[Config], s: State) -> None:
+    """Search every query with its question's cutoff (sets its ``n_hits``); ``s.candidates``: the
+    union of hits per question, checked against each question's D before any prompt shows them,
+    and their prompt fields (``s.articles``, read for the candidates only)."""
+    assert s.corpus is not None
+    step = b.ledger.step("retrieval")
     hits = []
-    searched = corpus.search_many(
-        [(q["query"], dates[q["question_id"]]) for q in queries], config.search_depth
+    searched = s.corpus.search_many(
+        [(q["query"], s.dates[q["question_id"]]) for q in s.queries], b.config.search_depth
     )
-    for q, found in zip(queries, searched, strict=True):
+    for q, found in zip(s.queries, searched, strict=True):
         q["n_hits"] = len(found)
         hits += [
             {
@@ -213,52 +216,44 @@ def retrieve(
             step.rows_written += 1
         else:
             step.reject("no_hits")  # the query stays in the queries table with n_hits = 0
-    step.rows_read = len(queries)
+    step.rows_read = len(s.queries)
     candidates = merge_hits(hits)
-    check_evidence_cutoff(candidates, dates)
+    check_evidence_cutoff(candidates, s.dates)
     step.metrics.update(hits=len(hits), candidates=len(candidates))
-    ledger.close(step)
-    return candidates
+    b.ledger.close(step)
+    s.candidates = candidates
+    s.articles = s.corpus.articles(c["article_id"] for c in candidates)
 
 
-def rate(
-    attempts: Attempts,
-    config: Config,
-    articles: Mapping[str, dict[str, Any]],
-    questions: Mapping[str, dict[str, Any]],
-    candidates: list[dict[str, Any]],
-) -> tuple[list[dict[str, Any]], set[str]]:
-    """Relevance ratings (d) of the candidates (``articles``: their prompt fields, from
-    ``Corpus.articles``; failed rows are rejected by the stage), and the questions whose ratings
-    are not known yet (plan mode)."""
+def rate(b: Build[Config], s: State) -> None:
+    """Relevance ratings (d) of the candidates (failed rows are rejected by the stage);
+    ``s.unknown_evidence``: the questions whose queries or ratings are not known yet (plan mode)."""
     table = pa.Table.from_pylist(
-        [{k: r[k] for k in CANDIDATE_SCHEMA.names} for r in candidates], schema=CANDIDATE_SCHEMA
+        [{k: r[k] for k in CANDIDATE_SCHEMA.names} for r in s.candidates], schema=CANDIDATE_SCHEMA
     )
-    (out,) = attempts.run(relevance_stage(config, questions, articles), table, CANDIDATE)
-    by_key = {(r["question_id"], r["article_id"]): r for r in candidates}
-    rated = [
+    stage = relevance_stage(b.config, s.qrows, s.articles)
+    out = b.ledger.run(stage, table, unit="article", id_column="article_id", parent_column="question_id")
+    s.costs.add(out)
+    by_key = {(r["question_id"], r["article_id"]): r for r in s.candidates}
+    s.rated = [
         {
             **by_key[(row["question_id"], row["article_id"])],
             "rating": row["rating"]
-            if config.rating == "generate"
+            if b.config.rating == "generate"
             else expected_rating(row["options"], row["option_probs"]),
         }
         for row in out.filter(out.column("parse_ok")).to_pylist()
     ]
-    return rated, not_answered([out])
+    s.unknown_evidence = s.unknown_queries | not_answered(out)
 
 
-def select(
-    ledger: Ledger,
-    config: Config,
-    articles: Mapping[str, dict[str, Any]],
-    rated: list[dict[str, Any]],
-    dates: Mapping[str, dt.date],
-) -> list[dict[str, Any]]:
-    """Top-N evidence rows per question (title and url from ``articles``), checked against each
-    question's D."""
+def select(b: Build[Config], s: State) -> None:
+    """Top-N evidence rows per question of the known ratings (title and url from
+    ``s.articles``), checked against each question's D."""
+    ledger, articles, dates = b.ledger, s.articles, s.dates
     step = ledger.step("selection")
-    kept, dropped = select_evidence(rated, config.top_n)
+    rated = [r for r in s.rated if r["question_id"] not in s.unknown_evidence]
+    kept, dropped = select_evidence(rated, b.config.top_n)
     for d in dropped:
         ledger.drop(
             step,
@@ -271,7 +266,7 @@ def select(
     ledger.keep(step, len(kept))
     check_evidence_cutoff(kept, dates)
     ledger.close(step)
-    return [
+    s.evidence = [
         {
             **{k: r[k] for k in ("question_id", "article_id", "published_at", "rating", "rank")},
             "title": articles[r["article_id"]]["title"],

@@ -14,8 +14,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from pipelines.prophet.attempts import Costs
+from pipelines.builders import Build
+from pipelines.llm.stage import StagePlan
 from pipelines.prophet.config import Config
+from pipelines.prophet.costs import Costs
+from pipelines.prophet.state import State
 from udfs.prophet.plan import QuestionPlan, cost_formulas
 
 
@@ -50,6 +53,13 @@ def plan_rows(
             row.update(joint=None, conditional=None, bound=worst_c + worst_j)
         rows.append(row)
     return rows
+
+
+def plan_text(b: Build[Config], s: State) -> str:
+    """What ``--plan`` prints: the stage plans, then the requests per question (``s.plan``)."""
+    plans = s.cil.plans if s.cil is not None else {}
+    s.plan = plan_rows(b.config, s.costs, list(s.qrows), plans, s.unknown_queries, s.unknown_evidence)
+    return StagePlan.table(b.runner.plans) + "\n" + format_plan(s.plan)
 
 
 def format_plan(rows: list[dict[str, Any]]) -> str:

@@ -13,13 +13,22 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipelines.prophet.attempts import Costs
+from pipelines.builders import Build
 from pipelines.prophet.config import NAME, Config
+from pipelines.prophet.costs import Costs
 from pipelines.prophet.evidence import FALLBACK_QUERY, Corpus
+from pipelines.prophet.state import State
 from udfs import storage
 from udfs.cli import InputError
 from udfs.prophet.cil import cutoff_instant, split_question
 from udfs.questions import forecastbench_questions, load_questions_file
+
+
+def read_questions(b: Build[Config], s: State) -> None:
+    """The questions of the run (``load_questions``), by id, with their resolution dates."""
+    s.questions, s.skipped = load_questions(b.config)
+    s.qrows = {q["question_id"]: q for q in s.questions.to_pylist()}
+    s.dates = {qid: q["resolution_date"] for qid, q in s.qrows.items()}
 
 
 def load_questions(config: Config) -> tuple[pa.Table, dict[str, int]]:

@@ -7,8 +7,9 @@
 Generated answers are capped by ``--max-new-tokens`` (``LLMConfig.max_new_tokens``, applied by
 the stage runner). Every generated and verbalized stage declares its answer form for that budget
 (``udfs.prophet.outputs``): the prompt file declares it for the prompt's own ``max_tokens`` and
-the default options, the stage narrows it to the options and the cap of the run, so an answer
-the engine constrains always ends inside its budget. Input cuts are in words (``udfs.text.first_words``); an empty background or
+the default options, the stage narrows it to the options and the cap of the run
+(``BuilderStage.form``, asked by the ledger), so an answer the engine constrains always ends
+inside its budget. Input cuts are in words (``udfs.text.first_words``); an empty background or
 resolution criteria is shown as ``(none)``.
 """
 
@@ -20,9 +21,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from pipelines.llm.attempts import BuilderStage
 from pipelines.llm.stage import LLMStage
 from pipelines.prophet.config import Config
-from udfs.prompts import load_prompt
 from udfs.prophet import outputs
 from udfs.prophet.layout import PromptArticle, conditional_variables, joint_variables, prompt_ids, snippet
 from udfs.prophet.parsing import parse_query_list, parse_rating
@@ -36,11 +37,6 @@ QUERY_PROMPTS = {
 }
 QUERIES_PARSED = pa.schema([pa.field("queries", pa.list_(pa.string()))])
 RATING_PARSED = pa.schema([pa.field("rating", pa.int32())])
-
-
-def answer_budget(prompt_id: str, config: Config) -> int:
-    """The tokens a stage's answer may take: the prompt's ``max_tokens`` under ``--max-new-tokens``."""
-    return outputs.budget(load_prompt(prompt_id).sampling["max_tokens"], config.llm.max_new_tokens)
 
 
 def query_stage(kind: str, config: Config) -> LLMStage:
@@ -61,15 +57,14 @@ def query_stage(kind: str, config: Config) -> LLMStage:
         if kind == "entities"
         else (config.num_queries, config.max_words)
     )
-    tokens = answer_budget(QUERY_PROMPTS[kind], config)
-    return LLMStage(
+    return BuilderStage(
         f"query_{kind}",
         QUERY_PROMPTS[kind],
         parser=partial(parse_query_list, limit=None if kind == "entities" else config.num_queries),
         parsed_schema=QUERIES_PARSED,
         variables=variables,
         seed=config.seed,
-        structured={"regex": outputs.query_regex(items, words, tokens)},
+        form=lambda tokens: {"regex": outputs.query_regex(items, words, tokens)},
     )
 
 
@@ -89,16 +84,21 @@ def relevance_stage(
         }
 
     if config.rating == "generate":
-        return LLMStage(
+        return BuilderStage(
             "relevance",
             "prophet.relevance",
             parser=parse_rating,
             parsed_schema=RATING_PARSED,
             variables=variables,
             seed=config.seed,
-            structured={"regex": outputs.rating_regex(answer_budget("prophet.relevance", config))},
+            form=lambda tokens: {"regex": outputs.rating_regex(tokens)},
         )
     return LLMStage("relevance", "prophet.relevance_score", variables=variables, seed=config.seed)
+
+
+def verbalized_form(tokens: int) -> dict[str, str]:
+    """A verbalized CIL answer's form for its token budget."""
+    return {"regex": outputs.verbalized_regex(tokens)}
 
 
 def cil_stages(
@@ -119,11 +119,9 @@ def cil_stages(
     def stage(name: str, prompt_id: str, variables: Any) -> LLMStage:
         """r samples per request; verbalized answers get their form for the stage's budget (Yes/No
         choice prompts declare none)."""
-        structured = None
-        if config.estimator == "verbalized":
-            structured = {"regex": outputs.verbalized_regex(answer_budget(prompt_id, config))}
-        return LLMStage(
-            name, prompt_id, variables=variables, samples=config.r, seed=config.seed, structured=structured
+        form = verbalized_form if config.estimator == "verbalized" else None
+        return BuilderStage(
+            name, prompt_id, variables=variables, samples=config.r, seed=config.seed, form=form
         )
 
     return stage("joint", joint_id, joint_vars), stage("conditional", conditional_id, conditional_vars)

@@ -1,6 +1,7 @@
 """TCELongBench builder (``python -m pipelines.tcelongbench``); see ``build.py``."""
 
-from pipelines.tcelongbench.build import Result, run
+from pipelines.builders import Result
+from pipelines.tcelongbench.build import BUILDER, run
 from pipelines.tcelongbench.config import Config
 
-__all__ = ["Config", "Result", "run"]
+__all__ = ["BUILDER", "Config", "Result", "run"]

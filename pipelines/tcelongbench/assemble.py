@@ -8,15 +8,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipelines.benchmarks import write_benchmark_table, write_card, write_eval_items
+from pipelines.builders import Build, Outputs
 from pipelines.llm.ledger import Ledger
 from pipelines.tcelongbench.config import Config
-from pipelines.tcelongbench.formation import Events
 from pipelines.tcelongbench.questions import drop_question
+from pipelines.tcelongbench.state import State
 from udfs.embeddings import embed
 from udfs.tcelongbench import finalize, order
 from udfs.tcelongbench.assemble import assemble
-from udfs.tcelongbench.tables import NAME, ORDER
+from udfs.tcelongbench.tables import ORDER
 
 
 def dedup_questions(
@@ -53,29 +53,21 @@ def dedup_questions(
     return kept
 
 
-def write_outputs(
-    config: Config,
-    ledger: Ledger,
-    events: Events,
-    day_summaries: list[dict[str, Any]],
-    key_points: list[dict[str, Any]],
-    questions: list[dict[str, Any]],
-) -> tuple[dict[str, pa.Table], dict[str, Any]]:
-    """Split, assemble and write every table under ``benchmarks/tcelongbench/``; returns the
-    tables by name (``eval_items`` included; ``rejected``, one row per article formation left
-    out, is streamed to disk: ``read_rejected``) and the dataset card."""
-    splits = finalize.assign_splits([t["tce_id"] for t in events.tces], config.split_ratios)
-    tables, items = assemble(
-        events.tces, events.rows, day_summaries, key_points, questions, splits, config.seed
-    )
-    for name, table in tables.items():
-        partition = ("split",) if name.startswith("qa_") else ()
-        write_benchmark_table(config.root, NAME, name, table, partition)
-    tables["eval_items"] = write_eval_items(config.root, NAME, items)
-    counts = {name: t.num_rows for name, t in tables.items()} | {
-        "rejected": ledger.write_rejected(),
-        "rejected_by_stage": {s: sum(c.values()) for s, c in ledger.rejected_counts().items()},
-        "formation": events.report,
-    }
-    card = write_card(config.root, NAME, ledger.runner, counts, config)
-    return tables, card
+def finish(b: Build[Config], s: State) -> Outputs:
+    """S9: the question dedup, the split by TCE, the tables and evaluation items
+    (``udfs.tcelongbench.assemble``) and the card's counts (``rejected``, one row per article
+    formation left out, is streamed to disk: ``read_rejected``)."""
+    config = b.config
+    final = dedup_questions(config, b.ledger, s.mc_questions, s.order_questions)
+    splits = finalize.assign_splits([t["tce_id"] for t in s.events.tces], config.split_ratios)
+    tables, items = assemble(s.events.tces, s.events.rows, s.days, s.key_points, final, splits, config.seed)
+
+    def counts(written: dict[str, pa.Table], rejected: int) -> dict[str, Any]:
+        return {name: t.num_rows for name, t in written.items()} | {
+            "rejected": rejected,
+            "rejected_by_stage": {stage: sum(c.values()) for stage, c in b.ledger.rejected_counts().items()},
+            "formation": s.events.report,
+        }
+
+    sources = {q["qa_id"]: f"{q['point']}\n{q['article']}" for q in final if q.get("article")}
+    return Outputs(tables, items, counts, sources=sources)

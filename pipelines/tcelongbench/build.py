@@ -11,64 +11,91 @@ LLM stages run through ``StageRunner`` (cached, resumable); every dropped row la
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
 from typing import Any
 
-import pyarrow as pa
-
-from pipelines.llm.ledger import Ledger
-from pipelines.llm.stage import StagePlan, StageRunner
-from pipelines.tcelongbench import assemble, order, outline, questions
+from pipelines.builders import Build, Builder, Demo, Inputs, Result, ScaleInputs
+from pipelines.evaluate.context import RetrievalConfig
+from pipelines.quality import Quality
+from pipelines.tcelongbench import order, outline, questions
+from pipelines.tcelongbench.assemble import finish
 from pipelines.tcelongbench.config import Config
 from pipelines.tcelongbench.formation import form_tces
-from pipelines.tcelongbench.stages import llm_stages
-from udfs.report import RunSummary
+from pipelines.tcelongbench.state import State
+from udfs.audit import EventKey
 from udfs.schemas import ARTICLES
-from udfs.tcelongbench.tables import DETAIL, FORECAST, NAME
+from udfs.tcelongbench.assemble import ORDER_QUESTION
+from udfs.tcelongbench.tables import NAME
 
 
-@dataclass
-class Result:
-    """The benchmark's tables by name, every step's summary and the dataset card (none in
-    plan mode, which writes nothing)."""
+def form(b: Build[Config], s: State) -> None:
+    """S1: the temporal complex events of the corpus (``formation.form_tces``)."""
+    s.events = form_tces(b.config, b.ledger)
 
-    tables: dict[str, pa.Table]
-    summaries: list[RunSummary]
-    card: dict[str, Any] | None
+
+def scale(inputs: ScaleInputs) -> dict[str, Any]:
+    """``bench.scale``: the first TCE, 1 article a TCE day of 100 words, ``hashing-384`` for its
+    own embeddings. The LLM work grows with the TCE's days, and the denser corpus gives its first
+    TCE more of them (8 and 16 days with 5..30): a week at most keeps it about the same at both
+    sizes (8 and 6 days)."""
+    return dict(
+        encoder="hashing-384", limit=1, max_articles_per_day=1, max_article_words=100, max_span_days=7
+    )
+
+
+BUILDER = Builder(
+    name=NAME,
+    config=Config,
+    inputs=Inputs((ARTICLES,), index=True),
+    state=State,
+    steps=(
+        form,
+        outline.summarise_articles,
+        outline.summarise_days,
+        outline.extract_key_points,
+        outline.filter_points,
+        outline.attach_gold_articles,
+        questions.generate,
+        questions.verify_evidence,
+        questions.add_distractors,
+        questions.check_plausible,
+        questions.vote_forecasts,
+        order.build_problems,
+        order.vote_orders,
+    ),
+    finish=finish,
+    tables=dict.fromkeys(("tce", "tce_article", "context", "day_summary", "key_point", "rejected"), ())
+    | dict.fromkeys(("qa_detail", "qa_order", "qa_forecast"), ("split",)),
+    event=EventKey("TCE", ("qa_detail", "qa_order", "qa_forecast"), "qa_id", "tce_id"),
+    retrieval=RetrievalConfig(k=3, doc_words=512, chunk_words=512),  # u = 3 chunks of 512 words
+    demo=Demo(
+        "TCELongBench (temporal complex events from the reported.ly live-blog articles)",
+        (
+            *(
+                "--topic-hosts",
+                "reported.ly",
+                "--min-cluster-size",
+                "3",
+                "--min-samples",
+                "2",
+                "--limit",
+                "1",
+            ),
+            *("--max-articles-per-day", "1", "--max-article-words", "100", "--max-new-tokens", "32"),
+        ),
+    ),
+    scale=scale,
+    quality=Quality(
+        fixed=(re.escape(ORDER_QUESTION),),
+        prompts=("tcelongbench.detail_qa", "tcelongbench.forecast_qa"),
+        paper={
+            "detail question openers": "What 68.22%, How 15.91%, Who 5.55%",
+            "forecast question openers": "What will 62.58%, How will 11.63%, How many 11.33%",
+        },
+    ),
+)
 
 
 def run(config: Config) -> Result:
     """Build the benchmark under ``<root>/benchmarks/tcelongbench/``; returns its tables."""
-    runner = StageRunner(config.root, NAME, config.llm, force=config.force, plan_only=config.plan)
-    ledger = Ledger(runner)
-    ledger.inputs(ARTICLES)
-    stages = llm_stages(config)
-
-    events = form_tces(config, ledger)  # S1
-    summarised = outline.summarise_articles(ledger, stages["article_summary"], events)  # S2
-    days = outline.summarise_days(ledger, stages["day_summary"], events, summarised)  # S3
-    raw_points = outline.extract_key_points(ledger, stages["key_points"], days)  # S4
-    key_points = outline.filter_points(config, ledger, raw_points)  # S5
-    kept = [p for p in key_points if p["status"] == "kept"]
-    outline.attach_gold_articles(config, kept, events)
-
-    candidates = questions.generate(config, ledger, stages, kept, events)  # S6
-    verified = questions.verify_evidence(config, ledger, stages["evidence"], candidates)
-    with_choices = questions.add_distractors(config, ledger, stages["distractors"], verified, events)
-    plausible = questions.check_plausible(config, ledger, with_choices)
-    forecasts = [q for q in plausible if q["task"] == FORECAST]
-    mc_questions = [q for q in plausible if q["task"] == DETAIL] + questions.vote_forecasts(  # S8
-        config, ledger, stages["forecast_votes"], forecasts
-    )
-    problems = order.build_problems(ledger, stages["entities"], kept, events)  # S7
-    order_questions = order.vote_orders(config, ledger, stages["order_votes"], problems)
-
-    if config.plan:
-        print(StagePlan.table(runner.plans))
-        return Result({}, ledger.summaries, None)
-
-    final = assemble.dedup_questions(config, ledger, mc_questions, order_questions)  # S9
-    tables, card = assemble.write_outputs(config, ledger, events, days, key_points, final)
-    ledger.check()
-    print(ledger.table())
-    return Result(tables, ledger.summaries, card)
+    return BUILDER.run(config)

@@ -1,19 +1,19 @@
 """Options of the TCELongBench builder; defaults follow the spec (the paper's values where it
 gives them). The shared options (``--root --force --plan --seed --limit`` and the LLM group with
-``--max-new-tokens``) come from ``RunOptions``; ``--limit N`` keeps the first N TCEs."""
+``--max-new-tokens``) come from ``BuildOptions``; ``--limit N`` keeps the first N TCEs."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipelines.options import RunOptions
+from pipelines.options import BuildOptions
 from udfs.cli import option
 from udfs.embeddings import DEFAULT_ENCODER
 from udfs.tcelongbench.qa import PLAUSIBLE_MODES
 
 
 @dataclass(frozen=True)
-class Config(RunOptions):
+class Config(BuildOptions):
     """Everything a run depends on. Fields without ``option`` are settable from Python only."""
 
     # S1 TCE formation
@@ -30,8 +30,12 @@ class Config(RunOptions):
     encoder: str = DEFAULT_ENCODER
     time_weight: float = option(1.0, help="weight of the time feature appended to the embedding", min=0)
     time_scale_days: float = option(14.0, help="days that make one unit of the time feature", min=0.001)
-    min_cluster_size: int = option(10, help="HDBSCAN min_cluster_size", min=2)
-    min_samples: int = option(5, help="HDBSCAN min_samples", min=1)
+    min_cluster_size: int = option(
+        10, help="HDBSCAN min_cluster_size: the fewest articles a TCE cluster holds", min=2
+    )
+    min_samples: int = option(
+        5, help="HDBSCAN min_samples: a higher value leaves more articles as noise", min=1
+    )
     min_span_days: int = option(5, help="shortest TCE span kept, in days", min=0)
     max_span_days: int = option(30, help="longest TCE span kept, in days", min=0)
     window_days: int = option(
@@ -44,7 +48,7 @@ class Config(RunOptions):
         None, help="keep at most N articles per TCE day, lowest ids first (demo limit)", min=1
     )
     # LLM inputs
-    max_article_words: int = option(1000, help="article text cut for every prompt, in words", min=1)
+    max_article_words: int = option(1000, help="cut every article shown to the model after N words", min=1)
     # S5 key-point filter
     kp_dup_threshold: float = 0.8
     kp_noise_threshold: float = 0.2
@@ -64,8 +68,7 @@ class Config(RunOptions):
     split_ratios: tuple[float, float, float] = (0.7, 0.15, 0.15)
 
     def __post_init__(self) -> None:
-        if self.plausible_mode not in PLAUSIBLE_MODES:
-            raise ValueError(f"--plausible-mode must be one of {', '.join(PLAUSIBLE_MODES)}")
+        super().__post_init__()
         if not 1 <= self.verify_min_pass <= self.verify_rounds:
             raise ValueError(f"--verify-min-pass must lie in 1..{self.verify_rounds}")
         if self.min_span_days > self.max_span_days:

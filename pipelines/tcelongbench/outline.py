@@ -7,17 +7,19 @@ import datetime as dt
 from collections import defaultdict
 from typing import Any
 
-from pipelines.llm.ledger import Ledger, failure_reason
-from pipelines.llm.stage import LLMStage
+from pipelines.builders import Build
+from pipelines.llm.ledger import failure_reason
 from pipelines.tcelongbench.config import Config
-from pipelines.tcelongbench.formation import Events
+from pipelines.tcelongbench.stages import llm_stages
+from pipelines.tcelongbench.state import State
 from udfs.embeddings import embed
 from udfs.ids import stable_id
 from udfs.tcelongbench import outline, tce
 
 
-def summarise_articles(ledger: Ledger, stage: LLMStage, events: Events) -> list[dict[str, Any]]:
-    """S2: a summary of every TCE article; the parsed rows."""
+def summarise_articles(b: Build[Config], s: State) -> None:
+    """S2: a summary of every TCE article; ``s.summarised``: the parsed rows."""
+    events = s.events
     rows = [
         {
             "tce_id": r["tce_id"],
@@ -28,17 +30,17 @@ def summarise_articles(ledger: Ledger, stage: LLMStage, events: Events) -> list[
         }
         for r in events.rows
     ]
-    out = ledger.run(stage, rows, unit="article", id_column="article_id", parent_column="tce_id")
-    return [r for r in out.to_pylist() if r["parse_ok"]]
+    stage = llm_stages(b.config)["article_summary"]
+    out = b.ledger.run(stage, rows, unit="article", id_column="article_id", parent_column="tce_id")
+    s.summarised = [r for r in out.to_pylist() if r["parse_ok"]]
 
 
-def summarise_days(
-    ledger: Ledger, stage: LLMStage, events: Events, summarised: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """S3: one summary per TCE day. A single-article day reuses its article summary; a day with
-    more summarised articles goes to the LLM; a day with none is rejected."""
+def summarise_days(b: Build[Config], s: State) -> None:
+    """S3: one summary per TCE day (``s.days``). A single-article day reuses its article summary;
+    a day with more summarised articles goes to the LLM; a day with none is rejected."""
+    ledger, events = b.ledger, s.events
     by_day: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
-    for row in summarised:
+    for row in s.summarised:
         by_day[(row["tce_id"], row["k"])].append(row)
     step = ledger.step("day_summaries")
     singles, multi = [], []
@@ -61,6 +63,7 @@ def summarise_days(
             else:
                 multi.append({**day, "date": date.isoformat(), "summaries": [r["summary"] for r in rows]})
     merged = []
+    stage = llm_stages(b.config)["day_summary"]
     out = ledger.run(stage, multi, unit="day", id_column="day_id", parent_column="tce_id")
     for row in out.to_pylist():
         step.rows_read += 1
@@ -78,13 +81,15 @@ def summarise_days(
             }
         )
     ledger.close(step)
-    return sorted(singles + merged, key=lambda d: (d["tce_id"], d["k"]))
+    s.days = sorted(singles + merged, key=lambda d: (d["tce_id"], d["k"]))
 
 
-def extract_key_points(ledger: Ledger, stage: LLMStage, days: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """S4: the key points of every day summary, numbered ``j`` = 1, 2, … within the day."""
-    out = ledger.run(stage, days, unit="day", id_column="day_id", parent_column="tce_id")
-    return [
+def extract_key_points(b: Build[Config], s: State) -> None:
+    """S4: the key points of every day summary (``s.raw_points``), numbered ``j`` = 1, 2, …
+    within the day."""
+    stage = llm_stages(b.config)["key_points"]
+    out = b.ledger.run(stage, s.days, unit="day", id_column="day_id", parent_column="tce_id")
+    s.raw_points = [
         {
             "kp_id": stable_id("kp", d["tce_id"], d["k"], j),
             "tce_id": d["tce_id"],
@@ -99,12 +104,14 @@ def extract_key_points(ledger: Ledger, stage: LLMStage, days: list[dict[str, Any
     ]
 
 
-def filter_points(config: Config, ledger: Ledger, raw_points: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """S5: dedup and noise-filter the key points of every TCE (order ``(date, j)``); every point
-    is returned with its status and scores, dropped ones also as rejected rows."""
+def filter_points(b: Build[Config], s: State) -> None:
+    """S5: dedup and noise-filter the key points of every TCE (order ``(date, j)``);
+    ``s.key_points``: every point with its status and scores (dropped ones also rejected rows),
+    ``s.kept`` the kept ones."""
+    config, ledger = b.config, b.ledger
     step = ledger.step("key_point_filter")
     by_tce: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for p in raw_points:
+    for p in s.raw_points:
         by_tce[p["tce_id"]].append(p)
     out = []
     for tce_id in sorted(by_tce):
@@ -121,12 +128,14 @@ def filter_points(config: Config, ledger: Ledger, raw_points: list[dict[str, Any
                     step, d["status"], unit="key_point", item_id=p["kp_id"], parent_id=tce_id, detail=dup_of
                 )
     ledger.close(step)
-    return out
+    s.key_points = out
+    s.kept = [p for p in out if p["status"] == "kept"]
 
 
-def attach_gold_articles(config: Config, points: list[dict[str, Any]], events: Events) -> None:
+def attach_gold_articles(b: Build[Config], s: State) -> None:
     """Set ``gold_article_id``/``gold_sim`` on every kept point: the article of its date with the
     highest MiniLM cosine."""
+    config, points, events = b.config, s.kept, s.events
     if not points:
         return
     ids = sorted(events.articles)

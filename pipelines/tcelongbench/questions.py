@@ -10,11 +10,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from pipelines.builders import Build
 from pipelines.llm.ledger import Ledger
-from pipelines.llm.stage import LLMStage
 from pipelines.tcelongbench.config import Config
-from pipelines.tcelongbench.formation import Events
-from pipelines.tcelongbench.stages import FORECAST_FORM, answer_budget
+from pipelines.tcelongbench.stages import FORECAST_FORM, llm_stages
+from pipelines.tcelongbench.state import State
 from udfs.embeddings import embed
 from udfs.ids import stable_id, stable_seed
 from udfs.llm_rows import OUTPUT_COLUMNS
@@ -36,16 +36,11 @@ def drop_question(
     ledger.drop(step, reason, unit="question", item_id=q["qa_id"], parent_id=q["tce_id"], detail=detail)
 
 
-def generate(
-    config: Config,
-    ledger: Ledger,
-    stages: dict[str, LLMStage],
-    points: list[dict[str, Any]],
-    events: Events,
-) -> list[dict[str, Any]]:
-    """One question per kept point: detail from days 1..n-1, forecast from day n. No question may
-    repeat a few-shot example of its prompt; forecast questions must pass the hard rules (opener,
-    Day present, no "before")."""
+def generate(b: Build[Config], s: State) -> None:
+    """One question per kept point (``s.questions``): detail from days 1..n-1, forecast from day
+    n. No question may repeat a few-shot example of its prompt; forecast questions must pass the
+    hard rules (opener, Day present, no "before")."""
+    ledger, events, stages = b.ledger, s.events, llm_stages(b.config)
 
     def row(p: dict[str, Any], task: str) -> dict[str, Any]:
         if task == DETAIL and p["date"] > events.by_id[p["tce_id"]]["dates"][-2]:
@@ -65,10 +60,10 @@ def generate(
         }
 
     last = {t["tce_id"]: t["n"] for t in events.tces}
-    forecast_tokens = answer_budget(stages["forecast_qa"].prompt_id, config)
+    forecast_tokens = ledger.budget(stages["forecast_qa"].prompt_id)
     found = []
     for task in (DETAIL, FORECAST):
-        rows = [row(p, task) for p in points if (p["k"] == last[p["tce_id"]]) == (task == FORECAST)]
+        rows = [row(p, task) for p in s.kept if (p["k"] == last[p["tce_id"]]) == (task == FORECAST)]
         if task == FORECAST:  # the declared form holds the row's own day
             rows = [{**r, FORECAST_FORM: outputs.forecast_output(forecast_tokens, r["day"])} for r in rows]
         out = ledger.run(
@@ -89,15 +84,15 @@ def generate(
             ledger.keep(step)
             passing.append(q)
     ledger.close(step)
-    return passing
+    s.questions = passing
 
 
-def verify_evidence(
-    config: Config, ledger: Ledger, stage: LLMStage, candidates: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
+def verify_evidence(b: Build[Config], s: State) -> None:
     """The Evidence check: keep a question only on the affirmative verdict (and, with
     ``evidence_min_match``, only if the quoted sentence matches the article)."""
-    out = parsed(ledger.run(stage, candidates, unit="question", id_column="qa_id", parent_column="tce_id"))
+    config, ledger = b.config, b.ledger
+    stage = llm_stages(config)["evidence"]
+    out = parsed(ledger.run(stage, s.questions, unit="question", id_column="qa_id", parent_column="tce_id"))
     step = ledger.step("evidence_verdict")
     passing = []
     for q in out:
@@ -112,17 +107,16 @@ def verify_evidence(
             continue
         drop_question(ledger, step, reason, q, q["evidence_sentence"])
     ledger.close(step)
-    return passing
+    s.questions = passing
 
 
-def add_distractors(
-    config: Config, ledger: Ledger, stage: LLMStage, questions: list[dict[str, Any]], events: Events
-) -> list[dict[str, Any]]:
+def add_distractors(b: Build[Config], s: State) -> None:
     """Draw Background 2 (an article of another day among 1..n-1) and ask for the (b)(c)(d)
-    distractors; returns the questions with their four choices (correct first)."""
+    distractors; ``s.questions``: those with their four choices (correct first)."""
+    config, ledger, events = b.config, b.ledger, s.events
     step = ledger.step("background2")
     rows = []
-    for q in questions:
+    for q in s.questions:
         t = events.by_id[q["tce_id"]]
         by_day = {k: events.members[(q["tce_id"], k)] for k in range(1, t["n"] + 1)}
         seed = stable_seed(config.seed, "background2", q["qa_id"])
@@ -144,8 +138,9 @@ def add_distractors(
             }
         )
     ledger.close(step)
+    stage = llm_stages(config)["distractors"]
     out = ledger.run(stage, rows, unit="question", id_column="qa_id", parent_column="tce_id")
-    return [
+    s.questions = [
         {
             **q,
             "choices": [q["answer"], q["distractor_b"], q["distractor_c"], q["distractor_d"]],
@@ -155,12 +150,13 @@ def add_distractors(
     ]
 
 
-def check_plausible(config: Config, ledger: Ledger, questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def check_plausible(b: Build[Config], s: State) -> None:
     """The Plausible check on every question's four choices."""
+    config, ledger = b.config, b.ledger
     step = ledger.step("plausible")
     passing = []
-    vectors = embed([c for q in questions for c in q["choices"]], config.encoder)
-    for i, q in enumerate(questions):
+    vectors = embed([c for q in s.questions for c in q["choices"]], config.encoder)
+    for i, q in enumerate(s.questions):
         block = vectors[4 * i : 4 * i + 4]
         problems = qa.plausible_problems(
             q["choices"],
@@ -176,7 +172,7 @@ def check_plausible(config: Config, ledger: Ledger, questions: list[dict[str, An
             ledger.keep(step)
             passing.append(q)
     ledger.close(step)
-    return passing
+    s.questions = passing
 
 
 def tally(
@@ -203,13 +199,15 @@ def tally(
     return passing
 
 
-def vote_forecasts(
-    config: Config, ledger: Ledger, stage: LLMStage, questions: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """The Forecasting check: ``verify_rounds`` sampled rounds per question, majority rule."""
+def vote_forecasts(b: Build[Config], s: State) -> None:
+    """S8, the Forecasting check: ``verify_rounds`` sampled rounds per forecast question, majority
+    rule; ``s.mc_questions``: the detail questions and the forecast questions that pass."""
+    forecasts = [q for q in s.questions if q["task"] == FORECAST]
     rows = [
         {"qa_id": q["qa_id"], "tce_id": q["tce_id"], "question": q["question"], "day": q["day"]}
-        for q in questions
+        for q in forecasts
     ]
-    out = ledger.run(stage, rows, unit="question", id_column="qa_id", parent_column="tce_id")
-    return tally(config, ledger, "forecast_votes_tally", verify.FORECASTING, questions, out)
+    stage = llm_stages(b.config)["forecast_votes"]
+    out = b.ledger.run(stage, rows, unit="question", id_column="qa_id", parent_column="tce_id")
+    voted = tally(b.config, b.ledger, "forecast_votes_tally", verify.FORECASTING, forecasts, out)
+    s.mc_questions = [q for q in s.questions if q["task"] == DETAIL] + voted

@@ -7,7 +7,8 @@ voting checks are ``verify_rounds`` samples of one request with distinct seeds.
 
 Every stage declares its answer form (``udfs.tcelongbench.outputs``) for its token budget: the
 prompt file declares it for the prompt's own ``max_tokens``, the stage narrows it to the cap of
-the run, so a constrained answer always ends inside its budget. Forecast questions carry a form
+the run (``BuilderStage.form``, asked by the ledger), so a constrained answer always ends inside
+its budget. Forecast questions carry a form
 per row (``FORECAST_FORM``), with the row's own day.
 """
 
@@ -17,9 +18,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from pipelines.llm.attempts import BuilderStage
 from pipelines.llm.stage import LLMStage, Parser
 from pipelines.tcelongbench.config import Config
-from udfs.prompts import load_prompt
 from udfs.tcelongbench import order, outline, outputs, qa, verify
 from udfs.tcelongbench.tables import NAME
 
@@ -38,21 +39,20 @@ ENTITIES = _columns(("entities", pa.list_(pa.string())))
 FORECAST_FORM = "answer_form"  # the column of a forecast row's declared answer form
 
 
-def answer_budget(prompt_id: str, config: Config) -> int:
-    """The tokens a stage's answer may take: the prompt's ``max_tokens`` under ``--max-new-tokens``."""
-    return outputs.budget(load_prompt(prompt_id).sampling["max_tokens"], config.llm.max_new_tokens)
-
-
 def llm_stages(config: Config) -> dict[str, LLMStage]:
-    """Every LLM stage of a run by name."""
+    """Every LLM stage of a run by name; each declares its answer form for its token budget."""
 
     def stage(name: str, parser: Parser, schema: pa.Schema, prompt: str | None = None, **kw: Any) -> LLMStage:
         kw.setdefault("parse_prefix", True)
-        prompt_id = f"{NAME}.{prompt or name}"
-        form = outputs.FORMS[prompt or name](answer_budget(prompt_id, config))
-        kw.setdefault("structured", {"regex": form})
-        return LLMStage(
-            name, f"{NAME}.{prompt or name}", parser=parser, parsed_schema=schema, seed=config.seed, **kw
+        regex = outputs.FORMS[prompt or name]
+        return BuilderStage(
+            name,
+            f"{NAME}.{prompt or name}",
+            parser=parser,
+            parsed_schema=schema,
+            seed=config.seed,
+            form=lambda budget: {"regex": regex(budget)},
+            **kw,
         )
 
     rounds = config.verify_rounds

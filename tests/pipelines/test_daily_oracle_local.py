@@ -15,12 +15,15 @@ import pytest
 from pipelines.daily_oracle import Config, run
 from pipelines.daily_oracle.articles import select_articles
 from pipelines.daily_oracle.outputs import read_table
-from pipelines.daily_oracle.stages import QA_FORM, declared
+from pipelines.daily_oracle.stages import QA_FORM
+from pipelines.llm.attempts import answer_budget, below_cap
 from pipelines.llm.config import LLMConfig
 from udfs import storage
+from udfs.daily_oracle import outputs
 from udfs.daily_oracle.questions import output_problems
 from udfs.llm_parsing import check_output
 from udfs.prompts import load_prompt
+from udfs.quality import question_problems
 
 pytestmark = [pytest.mark.llm, pytest.mark.ray, pytest.mark.spark]
 
@@ -57,7 +60,8 @@ def test_the_local_model_writes_questions_whose_answers_validate(root_with_corpu
     assert by_name["questions"].rows_read == 4
     for stage in ("summary", "qa", "distractors"):
         for row in _stage_rows(root_with_corpus, stage):
-            form = json.loads(row[QA_FORM]) if stage == "qa" else declared(row["prompt_id"], CAP)
+            sent = below_cap(row["prompt_id"], outputs.fitted)(answer_budget(row["prompt_id"], CAP))
+            form = json.loads(row[QA_FORM]) if stage == "qa" else sent
             check_output(form or load_prompt(row["prompt_id"]).output, row["raw_text"])
             assert row["parse_ok"] and row["model"] == "gemma-3-270m", (stage, row["parse_error"])
     for row in _stage_rows(root_with_corpus, "filter"):  # cut by the cap: a parse failure, no engine error
@@ -71,15 +75,20 @@ def test_the_local_model_writes_questions_whose_answers_validate(root_with_corpu
         read_table(root_with_corpus, "tf_questions").to_pylist()
         + read_table(root_with_corpus, "mc_questions").to_pylist()
     )
-    questions = by_name["questions"]
+    questions, quality = by_name["questions"], by_name["quality"]
     assert sum(r["unit"] == "question" for r in rejected) == questions.rows_rejected
-    assert len(kept) == questions.rows_written == questions.rows_read - questions.rows_rejected
+    assert questions.rows_written == questions.rows_read - questions.rows_rejected == quality.rows_read
+    # the quality gate: what the filter kept either passes the question checks or is a quality_* row
+    gated = [r for r in rejected if r["stage"] == "quality"]
+    assert len(gated) == quality.rows_rejected and all(r["reason"].startswith("quality_") for r in gated)
+    assert len(kept) == quality.rows_written == quality.rows_read - quality.rows_rejected
     assert all(r["reason"] and r["stage"] for r in rejected)
     for row in kept:
         assert output_problems(row, "choice_a" in row) == []
+        assert question_problems(row["question"]) == []
 
     again = run(cfg)
-    assert again.days_skipped == [D18] and again.requests_computed == 0
+    assert again.details["days_skipped"] == [D18] and again.requests_computed == 0
     selected = read_table(root_with_corpus, "selection").to_pylist()
     picks, _ = select_articles(cfg, [D18])
     assert sorted((r["article_id"], r["selection"], r["draw_seed"]) for r in selected) == sorted(

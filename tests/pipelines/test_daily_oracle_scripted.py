@@ -11,23 +11,32 @@ A plan on a fresh root runs no engine and writes nothing."""
 
 import datetime as dt
 import json
-import re
 import shutil
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 import pipelines.llm.backends as backends
-from pipelines.daily_oracle import Config, run
+import pipelines.llm.stage as stage_module
+from pipelines.daily_oracle import run
 from pipelines.daily_oracle.articles import select_articles
 from pipelines.daily_oracle.days import day_uri
 from pipelines.daily_oracle.outputs import read_table
 from pipelines.daily_oracle.stages import STAGES
-from pipelines.llm.config import LLMConfig
-from pipelines.llm.stage import StageRunner
+from tests.pipelines.daily_oracle_script import (
+    D15,
+    D16,
+    D18,
+    config,
+    day_files,
+    engine_error_for,
+    no_engine,
+    output_keys,
+    request_keys,
+    shard_files,
+)
 from udfs import storage
-from udfs.daily_oracle.parsing import CATEGORIES, FILTER_HEADINGS
+from udfs.daily_oracle.parsing import CATEGORIES
 from udfs.daily_oracle.questions import LETTERS, time_element
 from udfs.daily_oracle.selection import TemporalLeakError
 from udfs.eval_items import EVAL_ITEM_SCHEMA, validate_item
@@ -35,158 +44,29 @@ from udfs.schemas import ARTICLES
 
 pytestmark = [pytest.mark.ray, pytest.mark.spark]
 
-D15, D16, D18 = dt.date(2022, 9, 15), dt.date(2022, 9, 16), dt.date(2022, 9, 18)
-PUBLISHERS = ("npr.org", "chicago.suntimes.com", "abc7.com")  # the sample's English hosts
-
-
-# ------------------------------------------------------------------ the script
-def _line(text: str, chars: int, drop: str = "") -> str:
-    """One line of at most ``chars`` characters starting with a letter or digit, without the
-    characters in ``drop`` (the declared answer forms)."""
-    for c in drop:
-        text = text.replace(c, " ")
-    text = " ".join(text.split())
-    return re.sub(r"^[^A-Za-z0-9]+", "", text)[:chars].strip()
-
-
-def _first_sentence(text: str) -> str:
-    return _line(re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0], 160)
-
-
-def summary(v):
-    if "Queen" in v["article"][:400]:
-        return " A look back at the late Queen's long reign.\nKeypoint: No new event reported."
-    return f" {_line(v['article'], 200, ':')}\nKeypoint: {_first_sentence(v['article'])}"
-
-
-def qa(v):
-    month, topic = v["month_year"], " ".join(re.sub(r"[?():]|\.(?=\.)", " ", v["keypoint"]).split()[:5])
-    second = "Yes." if "refinery" in v["article"].lower() else "No."  # Indiana refinery: outside the form
-    return (
-        f" Will officials confirm that {topic} by {month}?\nAnswer 1: Yes.\n"
-        f"Question 2: Will officials deny that {topic} in {month}?\nAnswer 2: {second}\n"
-        f"Question 3: Who will speak publicly about {topic} in {month}?\nAnswer 3: 'The mayor'\n"
-        f"Question 4: How many people will be affected by {topic} by {month}?\nAnswer 4: Twelve."
-    )
-
-
-def distractors(v):
-    count = "Twelve" if "Puerto Rico" in v["article"] else "Three"  # equals the answer once
-    return (
-        "\n(b) 'The governor'\n(c) 'A federal judge'\n(d) 'The police chief'\n"
-        f"Noising Answers 2:\n(b) {count}.\n(c) Five.\n(d) Twenty."
-    )
-
-
-def judge(v):
-    blocks = []
-    for k in range(1, 5):
-        points = [2] * 7
-        if k == 2:
-            points[5] = 1  # 13: kept
-        if k == 3 and "migrants" in v["article"]:
-            points[1] = points[2] = 1  # 12: rejected
-        lines = [] if k == 1 else [f"*Question {k}*"]
-        for heading, point in zip(FILTER_HEADINGS, points, strict=True):
-            lines += [f"## {heading}", "- Reasoning: meets the criterion.", f"- Point: {point}"]
-        blocks.append("\n".join(lines))
-    return "\n" + "\n".join(blocks)
-
-
-def category(v):
-    return "Politics & Governance" if "officials" in v["question"] else {"Sports": 0.2, "Other": 0.8}
-
-
-SCRIPT = {
-    "daily_oracle.summary": summary,
-    "daily_oracle.qa": qa,
-    "daily_oracle.distractors": distractors,
-    "daily_oracle.filter": judge,
-    "daily_oracle.category": category,
-}
-
-
-def config(root: str, *days: dt.date, **kw) -> Config:
-    llm = LLMConfig(backend="scripted", script=SCRIPT)
-    return Config(root=root, dates=days, publishers=PUBLISHERS, llm=llm, **kw)
-
-
-def _files(root: str, day: dt.date) -> dict[str, bytes]:
-    found = {}
-    for table in ("selection", "tf_questions", "mc_questions", "rejected"):
-        for f in storage.list_files(storage.join(root, "benchmarks", "daily_oracle", table, f"date={day}")):
-            found[f] = storage.read_bytes(f)
-    return found
-
-
-def _shards(root: str) -> dict[str, bytes]:
-    """Every response shard (the request cache) of every stage."""
-    files = storage.list_files(storage.join(root, "daily_oracle"), ".parquet")
-    return {f: storage.read_bytes(f) for f in files if "/responses/" in f}
-
-
-def _engine_error_for(stage_name: str, marker: str):
-    """``StageRunner._execute`` whose request of ``stage_name`` for the article containing
-    ``marker`` goes out under a prompt id the script lacks: the engine answers with an error."""
-    execute = StageRunner._execute
-
-    def failing(self, stage, uri, requests_uri, pending, summary):
-        if stage.name == stage_name:  # rewrite the stage's pending requests where Ray Data reads them
-            for file in storage.list_files(requests_uri, ".parquet"):
-                table = storage.read_table(file)
-                texts, ids = table["prompt_text"].to_pylist(), table["prompt_id"].to_pylist()
-                ids = ["unscripted" if marker in t else p for t, p in zip(texts, ids, strict=True)]
-                column = table.schema.get_field_index("prompt_id")
-                storage.write_table(table.set_column(column, "prompt_id", pa.array(ids, pa.string())), file)
-        return execute(self, stage, uri, requests_uri, pending, summary)
-
-    return failing
-
-
-def _no_engine(*args, **kwargs):
-    pytest.fail("the run reached the engine")
-
-
-def _keys(files: dict[str, bytes]) -> set[str]:
-    """The request keys answered in the given response shards."""
-    return {
-        k for data in files.values() for k in pq.read_table(pa.BufferReader(data))["request_key"].to_pylist()
-    }
-
-
-def _output_keys(root: str) -> set[str]:
-    """The request keys of every stage's output rows (the last run's)."""
-    return {
-        k
-        for name in STAGES
-        for k in storage.read_table(storage.join(root, "daily_oracle", name, "output"))[
-            "request_key"
-        ].to_pylist()
-    }
-
 
 @pytest.fixture(scope="module")
 def built(corpus_root, ray_local, tmp_path_factory):
     root = str(tmp_path_factory.mktemp("daily_oracle") / "root")
     shutil.copytree(corpus_root, root)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(StageRunner, "_execute", _engine_error_for("qa", "Sterigenics"))
+        patch.setattr(stage_module, "RequestRenderer", engine_error_for("qa", "Sterigenics"))
         broken = run(config(root, D15))
     marked_after_error = storage.is_done(day_uri(root, D15))
     first = run(config(root, D15))
-    files15 = _files(root, D15)
+    files15 = day_files(root, D15)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(backends, "apply_backend", _no_engine)
+        patch.setattr(backends, "apply_backend", no_engine)
         again = run(config(root, D15))
     later = run(config(root, D15, D16, D18))
     after_later = {
-        "files15": _files(root, D15),
-        "files18": _files(root, D18),
-        "shards": _shards(root),
-        "keys18": _output_keys(root),
+        "files15": day_files(root, D15),
+        "files18": day_files(root, D18),
+        "shards": shard_files(root),
+        "keys18": output_keys(root),
     }
     forced = run(config(root, D15, force=True))
-    forced_keys = _output_keys(root)
+    forced_keys = output_keys(root)
     return {
         "root": root,
         "broken": broken,
@@ -208,7 +88,7 @@ def _stage(result, name):
 # ------------------------------------------------------------------ incremental runs
 def test_a_day_with_an_engine_error_is_written_but_not_marked(built):
     broken = built["broken"]
-    assert broken.days_built == [] and broken.days_unmarked == {D15: "engine_error"}
+    assert broken.details["days_built"] == [] and broken.details["days_unmarked"] == {D15: "engine_error"}
     assert not built["marked_after_error"]
     assert _stage(broken, "days").rejected == {"engine_error": 1} and _stage(broken, "days").reconciles
     failed = [r for r in broken.tables["rejected"].to_pylist() if r["reason"] == "qa_engine_error"]
@@ -221,7 +101,7 @@ def test_a_day_with_an_engine_error_is_written_but_not_marked(built):
 
 def test_the_next_run_rebuilds_that_day_retrying_only_the_failed_request(built):
     first = built["first"]
-    assert first.days_built == [D15] and first.days_unmarked == {}
+    assert first.details["days_built"] == [D15] and first.details["days_unmarked"] == {}
     assert _stage(first, "summary").metrics["requests_computed"] == 0
     assert _stage(first, "qa").metrics["requests_computed"] == 1
     assert "qa_engine_error" not in set(first.tables["rejected"].column("reason").to_pylist())
@@ -229,7 +109,7 @@ def test_the_next_run_rebuilds_that_day_retrying_only_the_failed_request(built):
 
 def test_first_day_is_built(built):
     first = built["first"]
-    assert first.days_built == [D15] and first.days_skipped == []
+    assert first.details["days_built"] == [D15] and first.details["days_skipped"] == []
     assert first.tables["tf_questions"].num_rows > 0 and first.tables["mc_questions"].num_rows > 0
     assert first.requests_computed > 0
     assert storage.is_done(day_uri(built["root"], D15))
@@ -246,22 +126,23 @@ def test_first_day_is_built(built):
         "articles",
         "questions",
         "days",
+        "quality",
     ]
     assert all(s.reconciles for s in first.summaries)
 
 
 def test_rerun_of_a_built_day_sends_no_request(built):
     again = built["again"]
-    assert again.days_built == [] and again.days_skipped == [D15]
+    assert again.details["days_built"] == [] and again.details["days_skipped"] == [D15]
     assert again.requests_computed == 0 and [s.name for s in again.summaries] == ["daily_oracle/inputs"]
 
 
 def test_adding_days_builds_only_those_days(built):
     later, root = built["later"], built["root"]
-    assert later.days_built == [D16, D18] and later.days_skipped == [D15]
+    assert later.details["days_built"] == [D16, D18] and later.details["days_skipped"] == [D15]
     assert built["after_later"]["files15"] == built["files15"]  # day 15 untouched, byte for byte
-    for table in later.tables.values():
-        assert set(table.column("date").to_pylist()) <= {D16, D18}
+    for name in ("selection", "tf_questions", "mc_questions", "rejected"):  # this run's days only
+        assert set(later.tables[name].column("date").to_pylist()) <= {D16, D18}
     # only day 18 reaches the model (day 16 has no English article of the allowed hosts)
     assert _stage(later, "summary").metrics["requests_computed"] == _stage(later, "select").rows_written == 5
     assert storage.is_done(day_uri(root, D16))
@@ -269,18 +150,20 @@ def test_adding_days_builds_only_those_days(built):
 
 def test_force_rebuilds_a_day_and_sends_only_its_requests_again(built):
     forced, root = built["forced"], built["root"]
-    assert forced.days_built == [D15] and forced.days_skipped == []
+    assert forced.details["days_built"] == [D15] and forced.details["days_skipped"] == []
     # every request of day 15 is sent again, and nothing else
     assert _stage(forced, "summary").metrics["requests_computed"] == _stage(forced, "select").rows_written > 0
     for name in STAGES:
         metrics = _stage(forced, name).metrics
         assert metrics["requests_cached"] == 0 and metrics["requests_computed"] == metrics["requests_unique"]
-    before, after = built["after_later"]["shards"], _shards(root)
+    before, after = built["after_later"]["shards"], shard_files(root)
     assert {f: after[f] for f in before} == before  # the earlier answers are kept, byte for byte
     new = {f: data for f, data in after.items() if f not in before}
-    assert _keys(new) == built["forced_keys"] and len(_keys(new)) == forced.requests_computed > 0
-    assert not _keys(new) & built["after_later"]["keys18"]  # day 18's cached answers untouched
-    assert _files(root, D18) == built["after_later"]["files18"]  # the other days untouched
+    assert (
+        request_keys(new) == built["forced_keys"] and len(request_keys(new)) == forced.requests_computed > 0
+    )
+    assert not request_keys(new) & built["after_later"]["keys18"]  # day 18's cached answers untouched
+    assert day_files(root, D18) == built["after_later"]["files18"]  # the other days untouched
     assert storage.is_done(day_uri(root, D15))
     for name in ("tf_questions", "mc_questions", "rejected"):
         assert forced.tables[name].num_rows == built["first"].tables[name].num_rows
@@ -419,10 +302,10 @@ def test_a_late_article_in_a_day_is_refused(root_with_corpus):
 
 def test_a_plan_runs_no_engine_and_writes_nothing(root_with_corpus, ray_local, monkeypatch, capsys):
     before = sorted(storage.list_files(root_with_corpus))
-    monkeypatch.setattr(backends, "apply_backend", _no_engine)
+    monkeypatch.setattr(backends, "apply_backend", no_engine)
     planned = run(config(root_with_corpus, D15, D18, plan=True))
     assert sorted(storage.list_files(root_with_corpus)) == before
-    assert planned.days_built == [] and planned.card is None and planned.requests_computed == 0
+    assert planned.details["days_built"] == [] and planned.card is None and planned.requests_computed == 0
     plans = {p.stage: p for p in planned.plans}
     assert list(plans) == list(STAGES)
     picked = _stage(planned, "select").rows_written

@@ -8,19 +8,9 @@ import datetime as dt
 import pytest
 
 from pipelines.evaluate.context import Corpus, RetrievalConfig
-from pipelines.index import build as index
-from tests.fixtures.evaluate.data import write_articles
 from udfs.openforecast.items import eval_item
 
 pytestmark = [pytest.mark.ray]
-
-
-@pytest.fixture(scope="module")
-def toy_index(tmp_path_factory, ray_local) -> str:
-    root = str(tmp_path_factory.mktemp("queries") / "root")
-    write_articles(root)
-    index.run(index.Config(root=root))
-    return root
 
 
 def _ltf(ce: str, background: list[str], title: str) -> dict:

@@ -16,6 +16,7 @@ from pipelines.index import build as index
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.scripted import ship_script
 from tests.fixtures.evaluate.data import ARTICLE_ROWS, utc, write_articles
+from udfs.cli import InputError
 
 DATES = {article_id: published for article_id, published, _, _ in ARTICLE_ROWS}
 BEFORE_MAY = [a for a, published in DATES.items() if published and published < utc(2024, 5, 1)]
@@ -75,17 +76,23 @@ SCRIPT = {
     "evaluate.forecast_answer": lambda v: " " + ANSWER,
     "evaluate.judge_answer": lambda v: "Yes" if v["prediction"] == v["label"] else "No",
 }
+LLM = LLMConfig(backend="scripted", model="tlb", script=ship_script(SCRIPT), batch_size=8)
 
 
 @pytest.fixture(scope="module")
-def outcome(tmp_path_factory, ray_local):
+def root(tmp_path_factory, ray_local) -> str:
+    """The corpus, its index with the job's defaults (passage tables full text only) and the items."""
     root = str(tmp_path_factory.mktemp("tlb") / "root")
     write_articles(root)
     write_eval_items(root, "tcelongbench", [DETAIL, ORDER, OPEN])
     index.run(index.Config(root=root))
-    llm = LLMConfig(backend="scripted", model="tlb", script=ship_script(SCRIPT), batch_size=8)
+    return root
+
+
+@pytest.fixture(scope="module")
+def outcome(root):
     config = evaluate.Config(
-        root=root, llm=llm, modes=("retrieval", "long_context"), retrievers=("bm25",), k=1, context_words=45
+        root=root, llm=LLM, modes=("retrieval", "long_context"), retrievers=("bm25",), k=1, context_words=45
     )
     return evaluate.run(config)
 
@@ -112,6 +119,14 @@ def test_retriever_measures_and_both_order_strategies(outcome):
     assert [i.split("#")[0] for i in shown] == ["a-floods", "a-quay", "a-budget"]  # oldest first
     by_date = _board(outcome, BY_DATE)[("order", "retrieval-bm25-one_by_one.generate")]
     assert (by_date["accuracy"], by_date["levenshtein"], by_date["n"]) == (1.0, 0.0, 1)
+
+
+def test_dense_chunks_need_the_index_passage_vectors_and_stop_the_run_at_once(root):
+    """Chunks are searched in the index's 512-word passages, full text only by default: bm25 runs
+    on them (above); asking for hybrid stops the run before any stage, naming the index flag."""
+    config = evaluate.Config(root=root, llm=LLM, modes=("retrieval",), retrievers=("bm25", "hybrid"), k=1)
+    with pytest.raises(InputError, match=r"passages_512 .* has no vectors .* --passage-vectors 512 to embed"):
+        evaluate.run(config)
 
 
 def test_long_context_drops_the_newest_but_never_the_evidence_day(outcome):

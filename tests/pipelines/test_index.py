@@ -14,11 +14,12 @@ import pytest
 
 from pipelines import search
 from pipelines.index import build as index_build
-from pipelines.index import engine
+from pipelines.index import embed, engine
 from pipelines.index.__main__ import main as index_main
 from pipelines.index.build import run
 from pipelines.index.config import Config
 from pipelines.index.engine import MODES, ArticleIndex
+from pipelines.index.manifest import MANIFEST
 from tests.fixtures.evaluate.data import write_articles
 from udfs.retrieval import LeakageError
 
@@ -164,12 +165,12 @@ def test_a_batch_appended_twice_fails_the_run_and_the_rerun_repairs_it(tmp_path,
     root = str(tmp_path)
     write_articles(root, PROBES)
 
-    class RetriedWriter(index_build.Writer):  # a local class: Ray ships it by value
+    class RetriedWriter(embed.Writer):  # a local class: Ray ships it by value
         def __call__(self, batch):
             super().__call__(batch)
             return super().__call__(batch)
 
-    monkeypatch.setattr(index_build, "Writer", RetriedWriter)
+    monkeypatch.setattr(embed, "Writer", RetriedWriter)
     with pytest.raises(SystemExit, match="appended twice"):
         run(Config(root=root, passage_words=()))
     monkeypatch.undo()
@@ -196,7 +197,7 @@ def test_an_article_filed_under_another_day_fails_the_run_and_records_nothing(tm
         r".*/published_date=2024-03-01/[^/]+\.parquet: .*then rerun the index job",
         last,
     )
-    assert not Path(root, "index", index_build.MANIFEST).exists()  # a rerun redoes every partition
+    assert not Path(root, "index", "articles", MANIFEST).exists()  # a rerun redoes every partition
 
 
 @pytest.mark.s3
@@ -223,7 +224,6 @@ def test_asking_for_an_index_creates_nothing(tmp_path):
 
 
 def test_an_ann_index_above_the_threshold_keeps_the_cutoff(tmp_path, ray_local, monkeypatch, caplog):
-    from pipelines.index import build as index_build
 
     root, words = str(tmp_path), ["harbour", "council", "storm", "budget", "zeppelin", "museum", "vote"]
     articles = [  # 300 articles over ten days: enough rows to train IVF-PQ's 256 codes
@@ -239,12 +239,12 @@ def test_an_ann_index_above_the_threshold_keeps_the_cutoff(tmp_path, ray_local, 
     run(Config(root=root, encoder="hashing-384", passage_words=()))
     assert "IvfPq" not in {i.index_type for i in ArticleIndex(root).table.list_indices()}
     monkeypatch.setattr(index_build, "ANN_MIN_ROWS", 256)
-    index_build._index(root, engine.TABLE, created=False)  # what the job's worker runs after a write
+    index_build._index(root, engine.TABLE)  # what the job's worker runs after a write
     index = ArticleIndex(root)
     (ann,) = [i for i in index.table.list_indices() if i.index_type == "IvfPq"]
     write_articles(root, [("new", T + dt.timedelta(days=11), "Storm", "storm harbour storm harbour")])
     run(Config(root=root, encoder="hashing-384", passage_words=()))
-    index_build._index(root, engine.TABLE, created=False)  # a later run folds rows in, trains nothing
+    index_build._index(root, engine.TABLE)  # a later run folds rows in, trains nothing
     (again,) = [i for i in ArticleIndex(root).table.list_indices() if i.index_type == "IvfPq"]
     assert again.index_uuid == ann.index_uuid and (again.num_indexed_rows, again.num_unindexed_rows) == (
         301,
@@ -254,7 +254,7 @@ def test_an_ann_index_above_the_threshold_keeps_the_cutoff(tmp_path, ray_local, 
     monkeypatch.setattr(index_build, "ANN_REGROWTH", 1.002)  # 301 rows: grown enough to train again
     caplog.set_level(logging.INFO, logger="augury.index")
     for _ in range(2):  # the second time it has not grown since: folded in, not trained
-        index_build._index(root, engine.TABLE, created=False)
+        index_build._index(root, engine.TABLE)
     assert index_build.trained_rows(ArticleIndex(root).table) == 301
     assert sum("vector index trained over 301 rows" in r.message for r in caplog.records) == 1
     summary = run(Config(root=root, encoder="hashing-384", passage_words=()))

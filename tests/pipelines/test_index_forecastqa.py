@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from pipelines.index import engine, tfidf
+from pipelines.index import engine
 from pipelines.index.build import run
 from pipelines.index.config import Config
 from pipelines.index.engine import TITLE_BOOST, ArticleIndex, has_title_index
@@ -106,7 +106,7 @@ def test_tfidf_equals_tfidf_by_hand_over_the_window(root):
 def test_tfidf_keeps_the_cutoff_inside_the_engine_query(root, monkeypatch):
     """A pool of exactly k: were the cutoff applied after the engine's top-k, the late articles
     (better matches, more of them than k) would fill the pool and none would be left."""
-    monkeypatch.setattr(tfidf, "pool_size", lambda k: k)
+    monkeypatch.setattr(engine, "pool_size", lambda k: k)
     expected = tfidf_by_hand(QUERY, DAY)
     index = ArticleIndex(root)
     hits = index.search(QUERY, DAY, 3, "tfidf")

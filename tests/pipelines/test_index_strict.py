@@ -113,7 +113,7 @@ def test_passages_keep_their_article_and_cutoff(root):
 def test_the_judge_window_is_inclusive_and_asserted_searches_are_not(root, monkeypatch):
     index = ArticleIndex(root, passage_table(4))
     start, end = DAY + dt.timedelta(hours=11), DAY + dt.timedelta(hours=13)
-    found = index.nearest(index.embed(["ferry crew talks"])[0], start, end, k=20)
+    found = index.nearest("ferry crew talks", start, end, k=20)
     assert {h.source_id for h in found} == {"noon-before", "noon-after"}
     monkeypatch.setattr("pipelines.index.engine.eligible", lambda *a, **k: "true")
     with pytest.raises(LeakageError):

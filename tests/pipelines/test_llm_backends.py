@@ -131,7 +131,7 @@ def test_vllm_backend_fails_naming_the_gpus_a_cpu_cluster_lacks(ray_local):
     )
     started = time.monotonic()
     with pytest.raises(RuntimeError) as failed:
-        backends.apply_backend(ray.data.from_items([{"prompt_text": "x"}]), cfg)
+        backends.apply_backend(ray.data.from_items([{"prompt_text": "x"}]), cfg, then=(dict, {}))
     assert time.monotonic() - started >= 1.5
     message = str(failed.value)
     assert "3 replica(s) of {CPU: 1, GPU: 2}" in message and "{CPU: 3, GPU: 6} in all" in message

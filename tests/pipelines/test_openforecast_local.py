@@ -11,11 +11,13 @@ import json
 
 import pytest
 
+from pipelines.llm.attempts import answer_budget, below_cap
 from pipelines.llm.config import LLMConfig
 from pipelines.openforecast import Config, run
-from pipelines.openforecast.stages import REORDER_COLUMN, declared
+from pipelines.openforecast.stages import REORDER_COLUMN
 from udfs import storage
 from udfs.llm_parsing import check_output
+from udfs.openforecast import outputs
 from udfs.prompts import load_prompt
 
 pytestmark = [pytest.mark.llm, pytest.mark.ray, pytest.mark.spark]
@@ -60,7 +62,7 @@ def test_local_model_writes_timelines_whose_answers_all_validate(ray_local, root
     for stage in GENERATE:
         for row in _stage_rows(config.root, stage):
             prompt = load_prompt(row["prompt_id"])
-            form = declared(prompt.id, CAP) or prompt.output
+            form = below_cap(prompt.id, outputs.fitted)(answer_budget(prompt.id, CAP)) or prompt.output
             if stage == "adjust":
                 form = json.loads(row[REORDER_COLUMN])
             check_output(form, row["raw_text"])  # raises on an answer outside the form

@@ -28,7 +28,7 @@ def test_the_driver_renders_nothing_and_many_blocks_keep_input_order(ray_local, 
 
     monkeypatch.setattr(Prompt, "render", not_on_the_driver)  # workers import the real class
     monkeypatch.setattr("transformers.AutoTokenizer.from_pretrained", not_on_the_driver)
-    monkeypatch.setattr(flow, "INPUT_FILE_ROWS", 3)  # one input file, hence one block, per 3 rows
+    monkeypatch.setattr(flow, "INPUT_BLOCK_ROWS", 3)  # one block per 3 rows: the units are sorted
     monkeypatch.setattr(flow, "RENDER_BATCH", 2)
     countries = ["Peru", "France", "Japan", "Peru", "Kenya", "France", "Mali", "Japan", "Peru", "Kenya"]
     runner = StageRunner(str(tmp_path), "t", LLMConfig(backend="scripted", script=SCRIPT, shard_size=2))

@@ -3,6 +3,7 @@ engine path is covered by tests/pipelines); this checks only what the runner han
 
 import pyarrow as pa
 import pytest
+import ray.data
 
 import pipelines.llm.backends as backends
 import pipelines.llm.ray_env as ray_env
@@ -14,17 +15,24 @@ class _Recorder:
     def __init__(self):
         self.prompts: list[str] = []
 
-    def __call__(self, ds, cfg):
+    def __call__(self, ds, cfg, then, carry=()):
         table = pa.concat_tables(list(ds.iter_batches(batch_format="pyarrow")))
         self.prompts += table.column("prompt_text").to_pylist()
-        return ds.map_batches(
+        answered = ds.map_batches(
             lambda b: {
                 "request_key": b["request_key"],
                 "generated_text": ["x"] * len(b["request_key"]),
                 "input_tokens": [1] * len(b["request_key"]),
                 "output_tokens": [1] * len(b["request_key"]),
+                **{c: b[c] for c in carry},  # the runner's bookkeeping travels with each request
             },
             batch_format="numpy",
+        )
+        return answered.map_batches(
+            then[0],
+            fn_constructor_kwargs=then[1],
+            batch_format="pyarrow",
+            compute=ray.data.ActorPoolStrategy(size=1),
         )
 
 

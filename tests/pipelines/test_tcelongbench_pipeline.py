@@ -16,6 +16,7 @@ import pytest
 
 from pipelines.index import build as index_build
 from pipelines.index.config import Config as IndexConfig
+from pipelines.llm.attempts import fit
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.ledger import REJECTED_SCHEMA, read_rejected
 from pipelines.tcelongbench import Config, run
@@ -295,7 +296,7 @@ def test_real_model_build_completes_every_stage(tmp_path, shared_data, ray_local
     assert by_name["key_points"].rows_read >= 1
     assert result.card["llm_cost"]["total"]["requests_computed"] >= 3
 
-    stages = llm_stages(config)
+    stages = {name: fit(stage, config.llm.max_new_tokens) for name, stage in llm_stages(config).items()}
     for name in LLM_STAGES:
         out = storage.read_table(storage.join(root, "tcelongbench", name, "output")).to_pylist()
         for row in (r for r in out if r["parse_ok"]):

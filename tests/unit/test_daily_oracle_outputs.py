@@ -11,8 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipelines.daily_oracle.stages import PARSERS, declared, qa_form, stage
+from pipelines.daily_oracle.stages import PARSERS, qa_form, stage
 from pipelines.llm.assemble import answer_turn
+from pipelines.llm.attempts import fit
 from udfs.daily_oracle import outputs
 from udfs.daily_oracle.parsing import is_no_new_event
 from udfs.daily_oracle.questions import normalise_yes_no, time_element
@@ -143,9 +144,9 @@ def test_fitted_forms_finish_within_their_budget(name, budget):
 def test_a_small_cap_drops_the_filter_reasoning_and_stages_send_the_fitted_forms():
     assert "Reasoning" not in outputs.fitted("daily_oracle.filter", 400)["regex"]
     assert "Reasoning" in outputs.fitted("daily_oracle.filter", 1024)["regex"]
-    assert declared("daily_oracle.qa", None) is None and declared("daily_oracle.qa", 1024) is None
-    assert stage("qa", 160).structured == outputs.fitted("daily_oracle.qa", 160)
-    assert stage("category", 16).structured is None
+    assert fit(stage("qa"), None).structured is None and fit(stage("qa"), 1024).structured is None
+    assert fit(stage("qa"), 160).structured == outputs.fitted("daily_oracle.qa", 160)
+    assert fit(stage("category"), 16).structured is None
 
 
 def test_a_wrong_tf_answer_from_an_unenforcing_backend_is_still_rejected_by_the_rule():
@@ -162,5 +163,5 @@ def test_an_article_s_qa_form_names_its_own_month():
     check_output(form, _QA.replace("May 2023", "September 2022"))
     with pytest.raises(ParseError):
         check_output(form, _QA)  # another month
-    assert json.loads(qa_form("September 2022", None)) == outputs.qa_output(month_year="September 2022")
+    assert json.loads(qa_form("September 2022", 1024)) == outputs.qa_output(month_year="September 2022")
     assert stage("qa").structured_column == "qa_form"

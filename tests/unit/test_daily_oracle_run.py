@@ -11,9 +11,9 @@ import pyarrow as pa
 
 from pipelines.daily_oracle import Config, run
 from pipelines.daily_oracle.articles import corpus_days, select_articles
-from pipelines.daily_oracle.days import day_uri, mark_days
+from pipelines.daily_oracle.days import day_uri, mark_days, unmarked_days
 from pipelines.daily_oracle.judge import assign_categories
-from pipelines.daily_oracle.outputs import account, kept_rows, tables
+from pipelines.daily_oracle.outputs import account, kept_rows
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.ledger import REJECTED_SCHEMA, Ledger
 from pipelines.llm.stage import StageRunner
@@ -80,7 +80,7 @@ def test_a_day_without_articles_is_not_marked_and_builds_once_ingested(tmp_path,
     _ingest(root, D1)
     with caplog.at_level(logging.WARNING, logger="augury.daily_oracle"):
         first = run(_config(root, D1, D2))
-    assert first.days_built == [D1] and first.days_unmarked == {D2: "no_articles"}
+    assert first.details["days_built"] == [D1] and first.details["days_unmarked"] == {D2: "no_articles"}
     assert f"{D2}: no articles; not marked" in caplog.text
     assert storage.is_done(day_uri(root, D1)) and not storage.is_done(day_uri(root, D2))
     summary = _days_summary(first)
@@ -90,7 +90,11 @@ def test_a_day_without_articles_is_not_marked_and_builds_once_ingested(tmp_path,
 
     _ingest(root, D2)
     later = run(_config(root, D1, D2))
-    assert later.days_built == [D2] and later.days_skipped == [D1] and later.days_unmarked == {}
+    assert (
+        later.details["days_built"] == [D2]
+        and later.details["days_skipped"] == [D1]
+        and later.details["days_unmarked"] == {}
+    )
     assert storage.is_done(day_uri(root, D2))
 
 
@@ -172,15 +176,18 @@ def test_a_day_with_an_engine_error_is_not_marked(tmp_path, caplog):
     failed.rejection = Rejection("qa", "qa_engine_error", "engine: connection reset")
     prefiltered = {D1: {"articles": 2, "eligible": 2, "dropped_by_reason": {}}}
     with caplog.at_level(logging.WARNING, logger="augury.daily_oracle"):
-        assert mark_days(root, [D1], [kept, failed], questions, prefiltered) == {D1: "engine_error"}
-    assert "not marked" in caplog.text and not storage.is_done(day_uri(root, D1))
+        unmarked = unmarked_days([D1], [kept, failed], questions, prefiltered)
+    assert unmarked == {D1: "engine_error"} and "not marked" in caplog.text
+    mark_days(root, [D1], unmarked, [kept, failed], questions, prefiltered)
+    assert not storage.is_done(day_uri(root, D1))
 
     failed.rejection = Rejection("summary", "no_new_event")  # a rejection, not an engine error
     questions[0].category_fallback = "engine_error"  # but a category request failed
-    assert mark_days(root, [D1], [kept, failed], questions, prefiltered) == {D1: "engine_error"}
+    assert unmarked_days([D1], [kept, failed], questions, prefiltered) == {D1: "engine_error"}
 
     questions[0].category_fallback = None
-    assert mark_days(root, [D1], [kept, failed], questions, prefiltered) == {}
+    assert unmarked_days([D1], [kept, failed], questions, prefiltered) == {}
+    mark_days(root, [D1], {}, [kept, failed], questions, prefiltered)
     marker = storage.read_marker(day_uri(root, D1))
     assert marker["engine_errors"] == 0 and marker["rejected_by_reason"] == {"no_new_event": 1}
 
@@ -191,9 +198,9 @@ def test_force_rebuilds_a_marked_day_and_keeps_the_response_cache(tmp_path):
     run(_config(root, D1))
     shard = storage.join(root, "daily_oracle", "summary", "responses", "shard-cached-00000.parquet")
     storage.write_table(RESPONSE_SCHEMA.empty_table(), shard)
-    assert run(_config(root, D1)).days_skipped == [D1]
+    assert run(_config(root, D1)).details["days_skipped"] == [D1]
     forced = run(_config(root, D1, force=True))
-    assert forced.days_built == [D1] and forced.days_skipped == []
+    assert forced.details["days_built"] == [D1] and forced.details["days_skipped"] == []
     assert storage.exists(shard) and storage.is_done(day_uri(root, D1))
 
 
@@ -202,9 +209,9 @@ def test_limit_builds_the_oldest_pending_days_first(tmp_path):
     for day in (D1, D2):
         _ingest(root, day)
     first = run(_config(root, D2, D1, limit=1))
-    assert first.days_built == [D1] and not storage.is_done(day_uri(root, D2))
+    assert first.details["days_built"] == [D1] and not storage.is_done(day_uri(root, D2))
     second = run(_config(root, D1, D2, limit=1))
-    assert second.days_built == [D2] and second.days_skipped == [D1]
+    assert second.details["days_built"] == [D2] and second.details["days_skipped"] == [D1]
 
 
 # ------------------------------------------------------------------ eval_items and the card
@@ -220,14 +227,14 @@ def test_missing_or_stale_outputs_are_rewritten_when_nothing_is_pending(tmp_path
     storage.delete(card_uri)
     storage.delete(items_uri)
     again = run(_config(root, D1))
-    assert again.days_built == [] and again.requests_computed == 0
+    assert again.details["days_built"] == [] and again.requests_computed == 0
     assert again.card["counts"]["days"] == 1 and storage.exists(card_uri) and storage.exists(items_uri)
 
     _ingest(root, D2)
     run(_config(root, D2))
     storage.write_bytes(card_uri, card_of_d1)  # a run stopped after marking D2 left the old card
     stale = run(_config(root, D1, D2))
-    assert stale.days_skipped == [D1, D2] and sorted(stale.card["counts"]["per_day"]) == [
+    assert stale.details["days_skipped"] == [D1, D2] and sorted(stale.card["counts"]["per_day"]) == [
         D1.isoformat(),
         D2.isoformat(),
     ]
@@ -263,15 +270,15 @@ def test_an_invariant_violation_rejects_the_question_and_the_run_goes_on():
     articles_summary, questions_summary = account(ledger, [article], questions)
     assert articles_summary.reconciles and questions_summary.reconciles
     assert questions_summary.rows_written == 3 and questions_summary.rejected == {"invariant_violation": 1}
-    written = tables([article], tf, mc, ledger)
-    assert written["rejected"].schema == REJECTED_SCHEMA
-    (row,) = written["rejected"].to_pylist()
+    rejected = ledger.rejected_table()
+    assert rejected.schema == REJECTED_SCHEMA
+    (row,) = rejected.to_pylist()
     assert (row["stage"], row["reason"], row["unit"]) == ("output", "invariant_violation", "question")
     assert (row["item_id"], row["parent_id"], row["date"]) == (questions[2].id, article.id, D1)
     record = json.loads(row["record"])
     assert record["question"] == questions[2].question and record["distractors"] == questions[2].distractors
     assert record["url"] == article.row["url"] and record["keypoint"] == "k" and row["not_run"] is False
-    assert written["mc_questions"].num_rows == 1
+    assert len(mc) == 1
 
 
 def test_an_answer_cleaned_twice_still_points_at_its_option():

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipelines.openforecast.stages import declared, parse_optional_date, parse_required_date
+from pipelines.llm.attempts import answer_budget, below_cap, fit
+from pipelines.openforecast.stages import parse_optional_date, parse_required_date, timeline_stage
 from udfs.llm_parsing import ParseError, check_output
 from udfs.openforecast import outputs, questions, timeline
 from udfs.openforecast.structured import ARGUMENTS, load, parse_structured
@@ -186,10 +187,14 @@ def test_fitted_forms_finish_within_their_budget(name, budget):
 def test_fitted_timelines_keep_several_items_under_a_demo_cap():
     form = outputs.fitted("openforecast.extract_news", 128)
     assert form["regex"].count("\\. ") == 4  # items 2..5
-    assert declared("openforecast.extract_news", None) is None
-    assert declared("openforecast.extract_news", 4096) is None
-    assert declared("openforecast.extract_news", 128) == form
-    assert declared("openforecast.page_date", 8) is None  # fixed size: the prompt's own form
+    sent = below_cap("openforecast.extract_news", outputs.fitted)
+    assert sent(answer_budget("openforecast.extract_news", None)) is None
+    assert sent(answer_budget("openforecast.extract_news", 4096)) is None
+    assert sent(answer_budget("openforecast.extract_news", 128)) == form
+    assert fit(timeline_stage("timeline_r01", "openforecast.complement"), 128).structured == outputs.fitted(
+        "openforecast.complement", 128
+    )
+    assert below_cap("openforecast.page_date", outputs.fitted)(8) is None  # fixed size: the prompt's own form
 
 
 def test_a_request_keeps_the_schema_key_order_the_prompt_describes():

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pipelines.llm.attempts import fit
 from pipelines.llm.config import LLMConfig
 from pipelines.prophet.config import Config
 from pipelines.prophet.stages import cil_stages, query_stage, relevance_stage
@@ -105,16 +106,19 @@ def test_malformed_answers_fail_the_declared_form(form, text):
 
 
 def test_stages_narrow_the_forms_to_the_run():
+    def sent(stage, config):  # the form the ledger sends under the run's cap
+        return fit(stage, config.llm.max_new_tokens).structured
+
     demo = Config(root="r", questions="q", num_queries=2, llm=LLMConfig(max_new_tokens=16))
-    assert query_stage("steps", demo).structured == {"regex": outputs.query_regex(2, 8, 16)}
-    assert query_stage("entities", demo).structured == {"regex": outputs.query_regex(8, 5, 16)}
+    assert sent(query_stage("steps", demo), demo) == {"regex": outputs.query_regex(2, 8, 16)}
+    assert sent(query_stage("entities", demo), demo) == {"regex": outputs.query_regex(8, 5, 16)}
     uncapped = Config(root="r", questions="q")
-    assert query_stage("similar", uncapped).structured == load_prompt("prophet.query_similar").output
-    assert relevance_stage(uncapped, {}, {}).structured == load_prompt("prophet.relevance").output
-    assert relevance_stage(demo, {}, {}).structured == {"regex": outputs.rating_regex(16)}
+    assert sent(query_stage("similar", uncapped), uncapped) == load_prompt("prophet.query_similar").output
+    assert sent(relevance_stage(uncapped, {}, {}), uncapped) == load_prompt("prophet.relevance").output
+    assert sent(relevance_stage(demo, {}, {}), demo) == {"regex": outputs.rating_regex(16)}
     joint, conditional = cil_stages(demo, {}, {})
-    assert joint.structured == conditional.structured == {"regex": outputs.verbalized_regex(16)}
+    assert sent(joint, demo) == sent(conditional, demo) == {"regex": outputs.verbalized_regex(16)}
     logprob = Config(root="r", questions="q", estimator="logprob", llm=LLMConfig(max_new_tokens=16))
-    assert all(s.structured is None for s in cil_stages(logprob, {}, {}))
+    assert all(sent(s, logprob) is None for s in cil_stages(logprob, {}, {}))
     grouped = Config(root="r", questions="q", layout="grouped")
-    assert cil_stages(grouped, {}, {})[1].structured == load_prompt("prophet.conditional_grouped").output
+    assert sent(cil_stages(grouped, {}, {})[1], grouped) == load_prompt("prophet.conditional_grouped").output

@@ -1,17 +1,20 @@
-"""The request cache of a stage: which shards it uses, which requests it counts as answered, and
-which answer each (unit, request) pair gets."""
+"""The request cache of a stage: which shards it uses, which answer it serves for a key, which
+shards it reads for them, and which copy of a request a block keeps."""
 
+import numpy as np
 import pyarrow as pa
+import pytest
 
 from pipelines.llm import cache
-from pipelines.llm.render import COPIES, ROW, SAMPLE
+from pipelines.llm.partition import _first_copies
+from pipelines.llm.render import ROW, SAMPLE
 from udfs import storage
-from udfs.llm_rows import REQUEST_SCHEMA, RESPONSE_SCHEMA
+from udfs.llm_rows import RESPONSE_SCHEMA
 
 
 def _write_shard(uri: str, run_id: str, n: int, responses: pa.Table) -> None:
-    """A shard as the stage's Ray Data write names it (write uuid ``w``, task ``n``)."""
-    name = cache.shard_name(run_id, "w", n).format(i=0)
+    """A shard as the stage's collector names it (writer ``w``, its ``n``-th shard)."""
+    name = cache.shard_name(run_id, "w", n)
     storage.write_table(responses, storage.join(cache.responses_dir(uri), name))
 
 
@@ -33,24 +36,9 @@ def _responses(keys: list[str], text: str = "answer", error: str | None = None) 
     )
 
 
-def _shard_rows(responses: pa.Table, age: int, fresh: bool) -> pa.Table:
-    """Rows of one shard as ``read_files`` gives them to ``served``."""
-    n = responses.num_rows
-    return responses.append_column(cache.AGE, pa.repeat(age, n)).append_column(
-        cache.FRESH, pa.repeat(fresh, n)
-    )
-
-
-def _requests(keys: list[str], rows: list[int]) -> pa.Table:
-    """Rendered requests (the request schema and each one's input position)."""
-    n = len(keys)
-    own = {
-        "request_key": pa.array(keys),
-        "prompt_text": pa.array([f"p {k}" for k in keys]),
-        "mode": pa.repeat("generate", n),
-    }
-    table = pa.table([own.get(f.name, pa.nulls(n, f.type)) for f in REQUEST_SCHEMA], schema=REQUEST_SCHEMA)
-    return table.append_column(ROW, pa.array(rows, pa.int64()))
+def _index(uri: str) -> cache.CacheIndex:
+    shards = cache.usable_shards(uri, "s")
+    return cache.build_index([storage.filesystem(f)[1] for f in shards], storage.filesystem(shards[0])[0])
 
 
 def test_unusable_shards_are_set_aside(tmp_path):
@@ -65,46 +53,39 @@ def test_unusable_shards_are_set_aside(tmp_path):
     ]
 
 
-def test_requests_collapse_per_key_and_the_cached_ones_are_marked():
-    requests = _requests(["b", "a", "b", "c", "b"], [4, 1, 2, 3, 9])
-    markers = cache.answered_markers(
-        pa.concat_tables([_responses(["b", "z"]), _responses(["c"], error="engine: timeout")])
-    )
-    unique = cache.unique_requests(pa.concat_tables([requests, markers]))
-    assert unique.column("request_key").to_pylist() == ["a", "b", "c"]  # "z": answered, not asked
-    assert unique.column(COPIES).to_pylist() == [1, 3, 1]
-    assert unique.column(cache.CACHED).to_pylist() == [0, 1, 0]  # an engine error never counts
-    assert unique.column("prompt_text").to_pylist() == ["p a", "p b", "p c"]
-    assert ROW not in unique.column_names
-    empty = cache.unique_requests(markers)
-    assert empty.num_rows == 0 and empty.column_names == unique.column_names
+def test_the_index_serves_the_newest_answer_and_never_an_engine_error(tmp_path):
+    uri = str(tmp_path / "stage")
+    runs = [f"{1000 + n:013d}-run{n}" for n in range(3)]  # oldest first, by the time in the name
+    _write_shard(uri, runs[0], 0, _responses(["a", "b", "c"], "old"))
+    _write_shard(uri, runs[1], 0, _responses(["a"], "new"))
+    _write_shard(uri, runs[2], 0, _responses(["b", "d"], "failed", error="engine: timeout"))
+    index = _index(uri)
+    got = index.answers(pa.array(["a", "b", "d", "z"]))
+    assert got.schema == RESPONSE_SCHEMA
+    assert dict(zip(got["request_key"].to_pylist(), got["generated_text"].to_pylist(), strict=True)) == {
+        "a": "new a",
+        "b": "old b",  # the newer engine error is not served
+    }  # "d": only an engine error, "z": never asked: both are computed again
+    assert index.answers(pa.array([], pa.string())).num_rows == 0
 
 
-def test_each_pair_takes_the_newest_answer_and_old_engine_errors_never():
-    old = _shard_rows(_responses(["a", "b", "c"], "old"), age=0, fresh=False)
-    new = _shard_rows(_responses(["a"], "new"), age=1, fresh=False)
-    failed = _shard_rows(_responses(["b", "d"], "failed", error="engine: timeout"), age=2, fresh=False)
-    this_run = _shard_rows(_responses(["e"], "failed", error="engine: oom"), age=3, fresh=True)
-    answers = pa.concat_tables([cache.served(t) for t in (old, new, failed, this_run)])
-    pairs = pa.table(
-        {ROW: [5, 0, 0, 7, 2, 3], SAMPLE: [0, 0, 1, 0, 0, 0], "request_key": ["a", "b", "a", "d", "e", ""]}
+def test_the_index_reads_only_the_shards_holding_the_keys_asked(tmp_path):
+    uri = str(tmp_path / "stage")
+    for n, keys in enumerate([["a", "b"], ["c"], ["d"]]):
+        _write_shard(uri, f"{1000 + n:013d}-run{n}", 0, _responses(keys))
+    index = _index(uri)
+    storage.delete(cache.shards(uri)[1])  # the shard answering "c" is gone after the index was built
+    assert index.answers(pa.array(["d", "a"]))["request_key"].to_pylist() == ["a", "d"]
+    with pytest.raises(FileNotFoundError):
+        index.answers(pa.array(["c"]))
+
+
+def test_a_block_keeps_the_first_copy_of_each_key_by_row_then_sample():
+    keys = ["b", "a", "b", "c", "b", "a"]
+    requests = pa.table({"request_key": keys})
+    units = pa.table(
+        {ROW: pa.array([4, 1, 2, 3, 2, 1], pa.int64()), SAMPLE: pa.array([0, 1, 1, 0, 0, 0], pa.int32())}
     )
-    pairs = pa.table(
-        [
-            pairs.column(f.name) if f.name in pairs.column_names else pa.nulls(6, f.type)
-            for f in cache.JOIN_SCHEMA
-        ],
-        schema=cache.JOIN_SCHEMA,
-    )
-    out = cache.attach_answers(pa.concat_tables([answers, pairs]))
-    assert out.schema == cache.JOIN_SCHEMA
-    got = {(r[ROW], r[SAMPLE]): (r["generated_text"], r["engine_error"]) for r in out.to_pylist()}
-    assert got == {
-        (5, 0): ("new a", None),
-        (0, 0): ("old b", None),  # the newer engine error is not served
-        (0, 1): ("new a", None),
-        (7, 0): (None, None),  # only an old engine error: no answer, computed again
-        (2, 0): ("failed e", "engine: oom"),  # this run's error is the row's outcome
-        (3, 0): (None, None),
-    }
-    assert out.column(cache.AGE).to_pylist() == [1, 0, 1, None, 3, None]
+    first = _first_copies(requests, units, np.arange(6))
+    assert [keys[i] for i in first] == ["a", "b", "c"]
+    assert [(units[ROW][i].as_py(), units[SAMPLE][i].as_py()) for i in first] == [(1, 0), (2, 0), (3, 0)]

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipelines.llm.assemble import answer_turn
-from pipelines.llm.config import LLMConfig
+from pipelines.llm.attempts import fit
 from pipelines.tcelongbench.config import Config
 from pipelines.tcelongbench.stages import FORECAST_FORM, llm_stages
 from udfs.llm_parsing import ParseError, check_output
@@ -125,8 +125,8 @@ def test_forecast_form_holds_the_rows_day_and_opener(text):
 
 
 def test_stages_narrow_the_forms_to_the_cap():
-    demo = llm_stages(Config(root="r", llm=LLMConfig(max_new_tokens=32)))
-    full = llm_stages(Config(root="r"))
+    demo = {name: fit(stage, 32) for name, stage in llm_stages(Config(root="r")).items()}
+    full = {name: fit(stage, None) for name, stage in llm_stages(Config(root="r")).items()}
     for stage in full.values():
         assert stage.structured == stage.prompt.output, stage.name
     assert demo["key_points"].structured == {"regex": outputs.key_points_regex(32)}

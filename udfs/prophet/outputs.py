@@ -30,11 +30,6 @@ _NUMBER = r"[0-9]{1,4}"  # a digit costs a token
 _PROBABILITY = r"\*(0(\.[0-9]{1,2})?|1(\.0{1,2})?)\*"
 
 
-def budget(prompt_max_tokens: int, cap: int | None) -> int:
-    """The tokens an answer may take: the prompt's ``max_tokens``, capped by ``--max-new-tokens``."""
-    return min(prompt_max_tokens, cap) if cap else prompt_max_tokens
-
-
 def _class(excluded: str = "", extras: bool = True) -> str:
     """A character class: ASCII letters but ``excluded`` (either case), Latin letters À–ɏ, and
     with ``extras`` the characters of ``_EXTRA``."""

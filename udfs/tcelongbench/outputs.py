@@ -62,11 +62,6 @@ def _words(first: str, word: str, low: int, high: int) -> str:
     return f"{first}( {word}){{{max(0, low - 1)},{high - 1}}}"
 
 
-def budget(prompt_max_tokens: int, cap: int | None) -> int:
-    """The tokens an answer may take: the prompt's ``max_tokens``, capped by ``--max-new-tokens``."""
-    return min(prompt_max_tokens, cap) if cap else prompt_max_tokens
-
-
 def summary_regex(tokens: int) -> str:
     """One paragraph (no line break) of 5 or more words."""
     return "( " + _WORD + f"){{5,{_clamp((tokens - 1) / TOKENS_PER_WORD, 5, 160)}}}"

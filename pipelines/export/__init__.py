@@ -1,0 +1,1 @@
+"""A benchmark as a folder ready for the Hugging Face Hub (``python -m pipelines.export``)."""
