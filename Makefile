@@ -1,6 +1,6 @@
 # Two commands set up and run everything on a fresh machine:
 #   make demo   build the virtualenv, run the corpus jobs and builders on ../shared/data, print where outputs are
-#   make test   build the virtualenv, run the whole test suite
+#   make test   build the virtualenv, run the whole test suite (the 25 slowest tests listed at the end)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -33,7 +33,7 @@ browser:
 	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; }
 
 test: venv browser
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=25 tests
 
 lint: venv
 	$(VENV)/bin/ruff check .
