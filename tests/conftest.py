@@ -104,6 +104,45 @@ def spark(s3_server: str):
     session.stop()
 
 
+# A test's tiers follow from the fixtures it uses, directly or through other fixtures (a test on
+# ``corpus_root`` runs Spark and Ray whatever its module declares). What ``spark`` and
+# ``ray_local`` themselves use is how they start (Spark after the S3 server, so its workers see the
+# endpoint; Ray after the model's conversion), not what their tests exercise: the walk stops there.
+TIER_OF_FIXTURE = {"spark": "spark", "ray_local": "ray", "local_model_dir": "llm", "s3_server": "s3"}
+STARTERS = {"spark", "ray_local"}
+
+
+def fixtures_used(item: pytest.Item) -> set[str]:
+    """The fixtures ``item`` requests and, transitively, those they request (up to STARTERS)."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return set()
+    seen: set[str] = set()
+    todo = list(info.initialnames)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name not in STARTERS:
+            for definition in info.name2fixturedefs.get(name, ()):
+                todo.extend(definition.argnames)
+    return seen
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test with the tiers of its fixtures; tests under ``tests/cluster`` are the
+    ``cluster`` tier."""
+    for item in items:
+        used = fixtures_used(item)
+        for fixture, tier in TIER_OF_FIXTURE.items():
+            if fixture in used:
+                item.add_marker(tier)
+        if "cluster" in item.path.relative_to(config.rootpath).parts[:2]:
+            item.add_marker("cluster")
+
+
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", help="rewrite golden files instead of comparing")
 
