@@ -7,10 +7,11 @@ protocol to s3fs, and the sample files are the ones in ``../shared/data``.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -175,9 +176,22 @@ def ray_local(local_model_dir):
 
 
 @pytest.fixture(scope="session")
+def copy_root(tmp_path_factory) -> Callable[[str], str]:
+    """Copies a read-only session root (``toy_index``, ``corpus_root``) to a fresh directory, for
+    a module or a test that writes under it."""
+
+    def copy(root: str) -> str:
+        return str(shutil.copytree(root, tmp_path_factory.mktemp("copy") / "root"))
+
+    return copy
+
+
+@pytest.fixture(scope="session")
 def toy_index(tmp_path_factory, ray_local) -> str:
     """A root holding the evaluation tests' toy articles (invented news about a river port,
-    ``tests/fixtures/evaluate``) and their article index. Treat it as read-only."""
+    ``tests/fixtures/evaluate``) and their article index with the index job's defaults (the
+    bundled sentence encoder, passages of 100 and 512 words), built once for every module that
+    evaluates on them. Treat it as read-only; ``copy_root`` it to write beside it."""
     from pipelines.index import build as index_build
     from pipelines.index.config import Config as IndexConfig
     from tests.fixtures.evaluate.data import write_articles
@@ -229,8 +243,6 @@ def corpus_root(tmp_path_factory, spark, shared_data, ray_local) -> str:
 @pytest.fixture
 def root_with_corpus(corpus_root, tmp_path) -> str:
     """A fresh root for one test, holding a copy of the session's corpus."""
-    import shutil
-
     target = tmp_path / "root"
     shutil.copytree(corpus_root, target)
     return str(target)

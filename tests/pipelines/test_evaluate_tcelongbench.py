@@ -12,10 +12,9 @@ import pytest
 from pipelines.benchmarks import write_eval_items
 from pipelines.evaluate import run as evaluate
 from pipelines.evaluate.forecast import BY_DATE
-from pipelines.index import build as index
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.scripted import ship_script
-from tests.fixtures.evaluate.data import ARTICLE_ROWS, utc, write_articles
+from tests.fixtures.evaluate.data import ARTICLE_ROWS, utc
 
 DATES = {article_id: published for article_id, published, _, _ in ARTICLE_ROWS}
 BEFORE_MAY = [a for a, published in DATES.items() if published and published < utc(2024, 5, 1)]
@@ -78,11 +77,9 @@ SCRIPT = {
 
 
 @pytest.fixture(scope="module")
-def outcome(tmp_path_factory, ray_local):
-    root = str(tmp_path_factory.mktemp("tlb") / "root")
-    write_articles(root)
+def outcome(toy_index, copy_root):
+    root = copy_root(toy_index)
     write_eval_items(root, "tcelongbench", [DETAIL, ORDER, OPEN])
-    index.run(index.Config(root=root))
     llm = LLMConfig(backend="scripted", model="tlb", script=ship_script(SCRIPT), batch_size=8)
     config = evaluate.Config(
         root=root, llm=llm, modes=("retrieval", "long_context"), retrievers=("bm25",), k=1, context_words=45
