@@ -1,6 +1,7 @@
 # Two commands set up and run everything on a fresh machine:
 #   make demo   build the virtualenv, run the corpus jobs and builders on ../shared/data, print where outputs are
-#   make test   build the virtualenv, run the whole test suite
+#   make test   build the virtualenv, run the whole default test tier (the 25 slowest tests listed at the end)
+#   make test-fast  the tests that start no Spark, Ray, model or S3 server (an edit loop of a few minutes)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -11,8 +12,9 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export AUGURY_SHARED_DATA := $(SHARED)
+FAST := not (spark or ray or llm or s3 or cluster or integration or vllm)
 
-.PHONY: demo test lint bench venv browser clean
+.PHONY: demo test test-fast lint bench venv browser clean
 
 venv: $(VENV)/.installed
 
@@ -32,8 +34,14 @@ browser:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
 	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; }
 
+# The default tier: every test but the vllm, integration and cluster tiers (pyproject's addopts;
+# .ci/run runs the cluster tier after this). The tier markers come from the fixtures a test uses
+# (tests/conftest.py).
 test: venv browser
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=25 tests
+
+test-fast: venv
+	$(PY) -m pytest -q --durations=10 -m '$(FAST)' tests
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -8,7 +8,42 @@ PY=${PY:-.venv/bin/python}
 export SPARK_MASTER=${SPARK_MASTER:-local[2]} HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 mkdir -p "$OUT"
 started=$(date +%s)
-step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+# Each step's wall time, printed in the summary at the end.
+steps=() seconds=() current="" since=0
+close_step() {
+  [ -n "$current" ] && steps+=("$current") && seconds+=($(( $(date +%s) - since )))
+  current=""
+}
+step() {
+  close_step
+  current=$1 since=$(date +%s)
+  printf '\n\033[1m==> %s\033[0m\n' "$*"
+}
+
+# One local Ray cluster for every step: started here once (while Spark runs the corpus jobs),
+# each step's driver attaches to it through RAY_ADDRESS (pipelines/llm/ray_env.py) instead of
+# starting and stopping a cluster of its own. `ray start --block` stops the processes it started
+# when it is terminated, which the exit trap does whatever the exit; no other Ray on the machine is
+# touched. Its settings are those of a step's own local Ray: 4 logical CPUs, Parquet footers read
+# by one actor per CPU. Its logs stay in $ray_tmp.
+# token authentication, as a local ray.init() has it (the token in ~/.ray, made when missing): the
+# cluster and the drivers attaching to it must agree on it
+export RAY_DATA_PARQUET_FOOTER_NUM_ACTORS=4 RAY_AUTH_MODE=${RAY_AUTH_MODE:-token}
+ray_tmp=$(mktemp -d /tmp/augury-demo-ray.XXXXXX)
+ray_port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$(dirname "$PY")"/ray start --head --block --port "$ray_port" --num-cpus 4 --include-dashboard false \
+  --disable-usage-stats --temp-dir "$ray_tmp" >"$ray_tmp/ray_start.log" 2>&1 &
+ray_pid=$!
+trap 'kill "$ray_pid" 2>/dev/null; wait "$ray_pid" 2>/dev/null || true' EXIT
+ray_address() {  # the cluster's address, once it is up (ray start writes it last)
+  for _ in $(seq 600); do
+    [ -s "$ray_tmp/ray_current_cluster" ] && { cat "$ray_tmp/ray_current_cluster"; return; }
+    kill -0 "$ray_pid" 2>/dev/null || break
+    sleep 1
+  done
+  echo "demo: the Ray cluster did not start; see $ray_tmp/ray_start.log" >&2
+  return 1
+}
 
 step "corpus: news WARC files -> corpus/articles"
 "$PY" -m jobs.ingest_news --root "$OUT" "$SHARED"/warc/*.warc.gz
@@ -22,6 +57,9 @@ step "corpus: rendered Current Events Portal day pages -> corpus/wcep_events"
 
 step "corpus: JSON Lines articles (the WCEP-cited Reportedly articles) -> corpus/articles"
 "$PY" -m jobs.ingest_articles_jsonl --root "$OUT" "$SHARED"/wcep/reportedly_articles_2015-09.json
+
+RAY_ADDRESS=$(ray_address)
+export RAY_ADDRESS
 
 step "corpus index: dated articles -> index/articles (LanceDB: BM25, MiniLM vectors), then one search with a cutoff"
 "$PY" -m pipelines.index --root "$OUT"
@@ -52,7 +90,8 @@ step "evaluation: forecasters on every benchmark + ForecastBench -> eval/leaderb
 step "audit: contexts, stored retrieval results and splits of every benchmark -> eval/audit.json"
 "$PY" -m pipelines.audit --root "$OUT"
 
-step "done in $(( $(date +%s) - started )) s; outputs under $OUT"
+close_step
+printf '\n\033[1m==> done in %s s; outputs under %s\033[0m\n' "$(( $(date +%s) - started ))" "$OUT"
 for d in corpus index llm_smoke benchmarks eval; do
   [ -d "$OUT/$d" ] && find "$OUT/$d" -maxdepth 1 -mindepth 1 -type d | sort | sed 's/^/  /'
 done
@@ -67,4 +106,10 @@ fi
 step "report: static HTML pages of every benchmark and of the evaluation -> $OUT/report/"
 "$PY" -m pipelines.report --root "$OUT"
 echo "  open $OUT/report/index.html in a browser"
+close_step
+
+printf '\n\033[1m==> time of each step (total %s s)\033[0m\n' "$(( $(date +%s) - started ))"
+for i in "${!steps[@]}"; do
+  printf "  %6s s  %s\n" "${seconds[$i]}" "${steps[$i]}" | cut -c1-110
+done
 exit 0

@@ -7,10 +7,11 @@ protocol to s3fs, and the sample files are the ones in ``../shared/data``.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,45 @@ def spark(s3_server: str):
     session.stop()
 
 
+# A test's tiers follow from the fixtures it uses, directly or through other fixtures (a test on
+# ``corpus_root`` runs Spark and Ray whatever its module declares). What ``spark`` and
+# ``ray_local`` themselves use is how they start (Spark after the S3 server, so its workers see the
+# endpoint; Ray after the model's conversion), not what their tests exercise: the walk stops there.
+TIER_OF_FIXTURE = {"spark": "spark", "ray_local": "ray", "local_model_dir": "llm", "s3_server": "s3"}
+STARTERS = {"spark", "ray_local"}
+
+
+def fixtures_used(item: pytest.Item) -> set[str]:
+    """The fixtures ``item`` requests and, transitively, those they request (up to STARTERS)."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return set()
+    seen: set[str] = set()
+    todo = list(info.initialnames)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name not in STARTERS:
+            for definition in info.name2fixturedefs.get(name, ()):
+                todo.extend(definition.argnames)
+    return seen
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test with the tiers of its fixtures; tests under ``tests/cluster`` are the
+    ``cluster`` tier."""
+    for item in items:
+        used = fixtures_used(item)
+        for fixture, tier in TIER_OF_FIXTURE.items():
+            if fixture in used:
+                item.add_marker(tier)
+        if "cluster" in item.path.relative_to(config.rootpath).parts[:2]:
+            item.add_marker("cluster")
+
+
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", help="rewrite golden files instead of comparing")
 
@@ -136,9 +176,22 @@ def ray_local(local_model_dir):
 
 
 @pytest.fixture(scope="session")
+def copy_root(tmp_path_factory) -> Callable[[str], str]:
+    """Copies a read-only session root (``toy_index``, ``corpus_root``) to a fresh directory, for
+    a module or a test that writes under it."""
+
+    def copy(root: str) -> str:
+        return str(shutil.copytree(root, tmp_path_factory.mktemp("copy") / "root"))
+
+    return copy
+
+
+@pytest.fixture(scope="session")
 def toy_index(tmp_path_factory, ray_local) -> str:
     """A root holding the evaluation tests' toy articles (invented news about a river port,
-    ``tests/fixtures/evaluate``) and their article index. Treat it as read-only."""
+    ``tests/fixtures/evaluate``) and their article index with the index job's defaults (the
+    bundled sentence encoder, passages of 100 and 512 words), built once for every module that
+    evaluates on them. Treat it as read-only; ``copy_root`` it to write beside it."""
     from pipelines.index import build as index_build
     from pipelines.index.config import Config as IndexConfig
     from tests.fixtures.evaluate.data import write_articles
@@ -190,8 +243,6 @@ def corpus_root(tmp_path_factory, spark, shared_data, ray_local) -> str:
 @pytest.fixture
 def root_with_corpus(corpus_root, tmp_path) -> str:
     """A fresh root for one test, holding a copy of the session's corpus."""
-    import shutil
-
     target = tmp_path / "root"
     shutil.copytree(corpus_root, target)
     return str(target)

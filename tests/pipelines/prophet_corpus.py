@@ -89,7 +89,8 @@ def write_corpus(root: str) -> None:
         )
     table = pa.Table.from_pylist(rows, schema=ARTICLES.schema)
     storage.write_dataset(table, ARTICLES.uri(root), ARTICLES.partition_cols, replace="all")
-    index_build.run(IndexConfig(root=root, passage_words=()))  # PROPHET searches whole articles only
+    # PROPHET searches whole articles only, by BM25: the vectors need no model
+    index_build.run(IndexConfig(root=root, encoder="hashing-384", passage_words=()))
 
 
 def write_questions(path: Path) -> str:

@@ -7,19 +7,16 @@ from __future__ import annotations
 import pytest
 
 from pipelines.evaluate import run as evaluate
-from pipelines.index import build as index
 from pipelines.llm.config import LLMConfig
-from tests.fixtures.evaluate.data import write_articles, write_toy_benchmark
+from tests.fixtures.evaluate.data import write_toy_benchmark
 from udfs import storage
 
 pytestmark = [pytest.mark.llm, pytest.mark.ray]
 
 
-def test_local_model_end_to_end(ray_local, tmp_path, shared_data):
-    root = str(tmp_path / "root")
-    write_articles(root)
+def test_local_model_end_to_end(toy_index, copy_root, shared_data):
+    root = copy_root(toy_index)
     write_toy_benchmark(root)
-    index.run(index.Config(root=root, passage_words=(100,)))
     questions = shared_data / "questions"
     config = evaluate.Config(
         root=root,

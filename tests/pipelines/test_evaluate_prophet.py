@@ -10,10 +10,9 @@ import pytest
 
 from pipelines.benchmarks import write_eval_items
 from pipelines.evaluate import run as evaluate
-from pipelines.index import build as index
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.scripted import ship_script
-from tests.fixtures.evaluate.data import ARTICLE_ROWS, utc, write_articles
+from tests.fixtures.evaluate.data import ARTICLE_ROWS, utc
 from udfs.eval_items import YES_NO
 
 P1 = "Will the Varna river port reopen to cargo ships before May 2024?"
@@ -76,11 +75,9 @@ SCRIPT = {
 
 
 @pytest.fixture(scope="module")
-def prophet_root(tmp_path_factory, ray_local) -> str:
-    root = str(tmp_path_factory.mktemp("prophet") / "root")
-    write_articles(root)
+def prophet_root(toy_index, copy_root) -> str:
+    root = copy_root(toy_index)
     write_eval_items(root, "prophet", ITEMS)
-    index.run(index.Config(root=root))
     return root
 
 

@@ -12,11 +12,10 @@ import pytest
 
 from pipelines.evaluate import run as evaluate
 from pipelines.evaluate.context import Corpus, RetrievalConfig
-from pipelines.index import build as index
 from pipelines.index.engine import ArticleIndex
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.scripted import ship_script
-from tests.fixtures.evaluate.data import toy_items, utc, write_articles, write_toy_benchmark
+from tests.fixtures.evaluate.data import toy_items, utc, write_toy_benchmark
 from udfs import storage
 from udfs.retrieval import LeakageError
 
@@ -101,11 +100,9 @@ def oracle_llm() -> LLMConfig:
 
 
 @pytest.fixture(scope="module")
-def indexed_toy(tmp_path_factory, ray_local) -> str:
-    root = str(tmp_path_factory.mktemp("toy") / "root")
-    write_articles(root)
+def indexed_toy(toy_index, copy_root) -> str:
+    root = copy_root(toy_index)
     write_toy_benchmark(root)
-    index.run(index.Config(root=root))
     return root
 
 

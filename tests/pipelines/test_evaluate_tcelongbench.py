@@ -12,10 +12,9 @@ import pytest
 from pipelines.benchmarks import write_eval_items
 from pipelines.evaluate import run as evaluate
 from pipelines.evaluate.forecast import BY_DATE
-from pipelines.index import build as index
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.scripted import ship_script
-from tests.fixtures.evaluate.data import ARTICLE_ROWS, utc, write_articles
+from tests.fixtures.evaluate.data import ARTICLE_ROWS, utc
 from udfs.cli import InputError
 
 DATES = {article_id: published for article_id, published, _, _ in ARTICLE_ROWS}
@@ -80,12 +79,11 @@ LLM = LLMConfig(backend="scripted", model="tlb", script=ship_script(SCRIPT), bat
 
 
 @pytest.fixture(scope="module")
-def root(tmp_path_factory, ray_local) -> str:
-    """The corpus, its index with the job's defaults (passage tables full text only) and the items."""
-    root = str(tmp_path_factory.mktemp("tlb") / "root")
-    write_articles(root)
+def root(toy_index, copy_root) -> str:
+    """The toy corpus and its index with the job's defaults (passage tables full text only: the
+    session's ``toy_index``, copied) and the items."""
+    root = copy_root(toy_index)
     write_eval_items(root, "tcelongbench", [DETAIL, ORDER, OPEN])
-    index.run(index.Config(root=root))
     return root
 
 

@@ -43,11 +43,17 @@ CUTOFFS = {
 }
 
 
+# The probes test cutoffs, not similarity (k covers every eligible article), so they are embedded
+# by the model-free encoder; the bundled one is built and searched by the toy_index and
+# corpus_root fixtures and test_evaluate_queries.
+ENCODER = "hashing-384"
+
+
 def build(root: str, passage_words: tuple[int, ...] = ()) -> None:
     """Write the probes and index them (the probes search whole articles; passage tables only
     where a test asks for them: each table is a Ray Data run of its own)."""
     write_articles(root, PROBES)
-    run(Config(root=root, passage_words=passage_words))
+    run(Config(root=root, encoder=ENCODER, passage_words=passage_words))
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +137,7 @@ def files(root: str) -> dict[str, float]:
 
 
 def test_a_rerun_writes_nothing_and_a_new_day_adds_only_its_articles(tmp_path, ray_local):
-    root, config = str(tmp_path), Config(root=str(tmp_path), passage_words=(100,))
+    root, config = str(tmp_path), Config(root=str(tmp_path), encoder=ENCODER, passage_words=(100,))
     build(root, config.passage_words)
     before = files(root)
     unchanged = run(config)
@@ -172,9 +178,9 @@ def test_a_batch_appended_twice_fails_the_run_and_the_rerun_repairs_it(tmp_path,
 
     monkeypatch.setattr(embed, "Writer", RetriedWriter)
     with pytest.raises(SystemExit, match="appended twice"):
-        run(Config(root=root, passage_words=()))
+        run(Config(root=root, encoder=ENCODER, passage_words=()))
     monkeypatch.undo()
-    summary = run(Config(root=root, passage_words=()))
+    summary = run(Config(root=root, encoder=ENCODER, passage_words=()))
     ids = ArticleIndex(root).table.search().select(["article_id"]).limit(100).to_arrow()["article_id"]
     dated = sorted(a for a, published, _, _ in PROBES if published)
     assert sorted(ids.to_pylist()) == dated and summary.rows_written == len(dated)
@@ -204,7 +210,7 @@ def test_an_article_filed_under_another_day_fails_the_run_and_records_nothing(tm
 def test_cutoff_probes_on_s3(s3_root, ray_local):
     build(s3_root, passage_words=(100,))
     probe(s3_root)
-    assert run(Config(root=s3_root, passage_words=(100,))).rows_written == 0
+    assert run(Config(root=s3_root, encoder=ENCODER, passage_words=(100,))).rows_written == 0
 
 
 def test_search_command_line(local_root, tmp_path, capsys):

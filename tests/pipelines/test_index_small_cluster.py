@@ -13,7 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.pipelines.test_index import PROBES
+
+pytestmark = pytest.mark.ray  # its own Ray, in a child process: no fixture says so
 
 SCRIPT = """
 import json, sys

@@ -35,6 +35,7 @@ ROWS = [
     ("undated", None, "Ferry undated", "Ferry harbour news with no date."),
 ]
 QUERY = "ferry harbour"
+ENCODER = "hashing-384"  # dense and hybrid are tested for their cutoff and top k, not similarity
 
 
 def by_hand(rows, query: str, cutoff: dt.datetime) -> dict[str, float]:
@@ -58,7 +59,7 @@ def by_hand(rows, query: str, cutoff: dt.datetime) -> dict[str, float]:
 def root(tmp_path_factory, ray_local) -> str:
     root = str(tmp_path_factory.mktemp("strict"))
     write_articles(root, ROWS)
-    run(Config(root=root, passage_words=(4,)))
+    run(Config(root=root, encoder=ENCODER, passage_words=(4,)))
     return root
 
 
@@ -83,14 +84,14 @@ def test_a_full_top_k_of_eligible_articles_comes_back(root, mode):
 def test_a_later_article_changes_no_strict_score(tmp_path, ray_local):
     root = str(tmp_path)
     write_articles(root, ROWS)
-    run(Config(root=root, passage_words=()))
+    run(Config(root=root, encoder=ENCODER, passage_words=()))
     cutoff = DAY + dt.timedelta(hours=12)
     before = ArticleIndex(root)
     strict = [(h.doc_id, h.score) for h in before.search(QUERY, cutoff, 10, "bm25", strict=True)]
     loose = [(h.doc_id, h.score) for h in before.search(QUERY, cutoff, 10, "bm25")]
     late = [(f"late{n}", DAY + dt.timedelta(days=3), "Ferry", "Ferry harbour ferry.") for n in range(3)]
     write_articles(root, late)
-    assert run(Config(root=root, passage_words=())).rows_written == 3
+    assert run(Config(root=root, encoder=ENCODER, passage_words=())).rows_written == 3
     after = ArticleIndex(root)
     assert [(h.doc_id, h.score) for h in after.search(QUERY, cutoff, 10, "bm25", strict=True)] == strict
     assert [(h.doc_id, h.score) for h in after.search(QUERY, cutoff, 10, "bm25")] != loose
@@ -188,7 +189,7 @@ def test_strict_statistics_have_one_row_per_day_and_term_whatever_the_batches(tm
         for n in range(1, 13)
     ]
     write_articles(root, rows)
-    summary = run(Config(root=root, passage_words=(), batch_size=2))
+    summary = run(Config(root=root, encoder=ENCODER, passage_words=(), batch_size=2))
     index = ArticleIndex(root)
     term_days = index.db.open_table("term_days").to_arrow()
     keys = list(zip(term_days["published_date"].to_pylist(), term_days["term"].to_pylist(), strict=True))
@@ -202,7 +203,7 @@ def test_strict_statistics_have_one_row_per_day_and_term_whatever_the_batches(tm
     assert summary.metrics["term_days rows written"] == len(keys)
     # a rerun after the busy day's partition was rewritten (one article now) replaces its rows
     write_articles(root, [("x99", busy + dt.timedelta(hours=20), "Ferry", "Ferry again.")])
-    run(Config(root=root, passage_words=(), batch_size=2))
+    run(Config(root=root, encoder=ENCODER, passage_words=(), batch_size=2))
     again = index.db.open_table("term_days").to_arrow()
     keys = list(zip(again["published_date"].to_pylist(), again["term"].to_pylist(), strict=True))
     assert len(keys) == len(set(keys))
