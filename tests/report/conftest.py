@@ -45,7 +45,7 @@ def demo_root(corpus_root, shared_data, ray_local, tmp_path_factory) -> str:
     from pipelines.openforecast import run as openforecast
     from pipelines.tcelongbench import Config as TCELongBench
     from pipelines.tcelongbench import run as tcelongbench
-    from tests.pipelines import test_daily_oracle_scripted as do_test
+    from tests.pipelines import daily_oracle_script as do_test
     from tests.pipelines import test_openforecast_pipeline as of_test
     from tests.pipelines import test_tcelongbench_pipeline as tlb_test
 
