@@ -39,12 +39,7 @@ def funnel(
     card: Mapping[str, Any], rejected: Mapping[tuple[str, str, str], int], items: int | None
 ) -> list[Step]:
     """The steps of a build from its card and its rejected rows counted by (stage, unit,
-    reason); ``items`` (the evaluation items written, None when the benchmark wrote none) ends it.
-    A card that records its steps (``steps``: every step and LLM stage of the run, in run order,
-    with rows in, kept and rejected by reason) gives them as they ran."""
-    if card.get("steps"):
-        steps = [Step(s["step"], s["unit"], s["read"], s["kept"], dict(s["rejected"])) for s in card["steps"]]
-        return [*steps, Step("eval_items", "item", None, items)] if items is not None else steps
+    reason); ``items`` (the evaluation items written, None when the benchmark wrote none) ends it."""
     steps: list[Step] = []
     for name, cost in (card.get("llm_cost") or {}).get("stages", {}).items():
         failed = dict(cost.get("failures_by_reason") or {})

@@ -41,24 +41,6 @@ def test_funnel_has_a_step_per_llm_stage_and_per_dropping_step():
     assert funnel(CARD, {}, items=None)[-1].stage == "qa"  # no eval_items table: no last step
 
 
-def test_a_card_with_its_steps_gives_the_funnel_in_run_order():
-    steps = [
-        {"step": "select", "unit": "rows", "read": 9, "kept": 6, "rejected": {"language": 3}},
-        {"step": "qa", "unit": "LLM request", "read": 6, "kept": 6, "rejected": {}},
-        {"step": "quality", "unit": "rows", "read": 6, "kept": 4, "rejected": {"quality_repeated_ngram": 2}},
-    ]
-    table = [
-        (s.stage, s.unit, s.rows_in, s.kept, s.rejected)
-        for s in funnel({**CARD, "steps": steps}, REJECTED, 4)
-    ]
-    assert table == [
-        ("select", "rows", 9, 6, {"language": 3}),
-        ("qa", "LLM request", 6, 6, {}),
-        ("quality", "rows", 6, 4, {"quality_repeated_ngram": 2}),
-        ("eval_items", "item", None, 4, {}),
-    ]
-
-
 def test_funnel_svg_parses_and_titles_every_count():
     svg = funnel_svg(funnel(CARD, REJECTED, items=11))
     root = ET.fromstring(svg)
