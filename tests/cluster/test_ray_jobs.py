@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from pipelines import builders
 from tests.cluster.conftest import ROOT
 from tests.cluster.nodes import REPO, base_env
 from udfs import storage
@@ -34,25 +35,13 @@ def jobs(inputs: dict[str, str], llm: str) -> dict[str, list[str]]:
     forecastbench = ["--forecastbench", inputs["fb_questions"], inputs["fb_resolutions"]]
     return {
         "index": ["pipelines.index", "--root", ROOT],
+        # the demo's own flags, from the builder's declaration
         "tcelongbench": [
             "pipelines.tcelongbench",
             "--root",
             ROOT,
             *model,
-            "--topic-hosts",
-            "reported.ly",
-            "--min-cluster-size",
-            "3",
-            "--min-samples",
-            "2",
-            "--limit",
-            "1",
-            "--max-articles-per-day",
-            "1",
-            "--max-article-words",
-            "100",
-            "--max-new-tokens",
-            "32",
+            *builders.get("tcelongbench").demo.argv(""),
         ],
         "openforecast": ["pipelines.openforecast", "--root", ROOT, "--demo", *model, "--limit", "1"],
         "prophet": [
