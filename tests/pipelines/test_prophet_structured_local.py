@@ -10,8 +10,9 @@ import datetime as dt
 
 import pytest
 
+from pipelines.llm.attempts import fit
 from pipelines.llm.config import LLMConfig
-from pipelines.llm.stage import StageRunner
+from pipelines.llm.stage import LLMStage, StageRunner
 from pipelines.prophet.build import run
 from pipelines.prophet.config import Config
 from pipelines.prophet.stages import cil_stages, query_stage, relevance_stage
@@ -31,9 +32,15 @@ def stage_output(root: str, stage: str) -> list[dict]:
     return storage.read_table(storage.join(root, "prophet", stage, "output")).to_pylist()
 
 
-def validated(rows: list[dict], declared: dict | None) -> list[dict]:
+def declared(stage: LLMStage, config: Config) -> dict:
+    """The answer form the ledger sends with ``stage`` at ``config``'s token budget."""
+    form = fit(stage, config.llm.max_new_tokens).structured
+    assert form, f"{stage.name}: no answer form at {config.llm.max_new_tokens} tokens"
+    return form
+
+
+def validated(rows: list[dict], declared: dict) -> list[dict]:
     """The kept rows, each re-checked against the stage's declared answer form."""
-    assert declared
     kept = [r for r in rows if r["parse_ok"]]
     for r in kept:
         check_output(declared, r["raw_text"])
@@ -60,15 +67,14 @@ def test_generated_evidence_stages_keep_declared_answers(ray_local, root_with_co
     for kind in ("entities", "steps", "similar"):
         stage = f"query_{kind}"
         rows = stage_output(root_with_corpus, stage)
-        assert validated(rows, query_stage(kind, config).structured), f"{stage}: no answer kept"
+        assert validated(rows, declared(query_stage(kind, config), config)), f"{stage}: no answer kept"
         assert by_stage[stage].rows_rejected == 0, f"{stage}: {[r['raw_text'] for r in rows]}"
     queries = result.tables["queries"].to_pylist()
     generated = [q for q in queries if q["query_type"] != "question"]
     assert generated, "only the fallback query: the candidate table would not come from the model"
     assert by_stage["retrieval"].metrics["candidates"] > 0  # the table the relevance filter reads
     ratings = stage_output(root_with_corpus, "relevance")
-    declared = relevance_stage(config, {}, {}).structured
-    assert len(validated(ratings, declared)) == len(ratings) > 0
+    assert len(validated(ratings, declared(relevance_stage(config, {}, {}), config))) == len(ratings) > 0
     assert all(1 <= r["rating"] <= 6 for r in ratings)
 
 
@@ -92,7 +98,10 @@ def test_verbalized_cil_terms_answer_in_the_declared_form(ray_local, root_with_c
             first["published_at"].date().isoformat(), snippet(first["title"], first["text"], 20)
         )
     }
-    joint_stage, conditional_stage = cil_stages(config, shown, {"q": "Will CBRE close higher on 2024-07-28?"})
+    joint_stage, conditional_stage = (
+        fit(stage, config.llm.max_new_tokens)
+        for stage in cil_stages(config, shown, {"q": "Will CBRE close higher on 2024-07-28?"})
+    )
     joints, conditionals = plan_requests({"q": plan})
     runner = StageRunner(root_with_corpus, "prophet_verbalized", config.llm)
     joint_rows = runner.run(joint_stage, joints).to_pylist()
@@ -100,6 +109,6 @@ def test_verbalized_cil_terms_answer_in_the_declared_form(ray_local, root_with_c
     rows = joint_rows + conditional_rows
     assert len(rows) == 2 * (joints.num_rows + conditionals.num_rows) >= 4
     assert joint_stage.structured == conditional_stage.structured
-    kept = validated(rows, joint_stage.structured)
+    kept = validated(rows, declared(joint_stage, config))
     assert len(kept) >= len(rows) - 1, [r["raw_text"] for r in rows]
     assert all(0 <= r["prob"] <= 1 for r in kept)
