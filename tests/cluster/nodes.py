@@ -90,7 +90,7 @@ class Processes:
         self.started.append(process)
         return process
 
-    def stop(self, process: subprocess.Popen | None = None, grace: float = 20.0) -> None:
+    def stop(self, process: subprocess.Popen | None = None, grace: float = 5.0) -> None:
         """SIGTERM to the session's leader (a node shuts its children down), then SIGKILL to
         every process left in the sessions this tier started."""
         targets = [process] if process is not None else list(reversed(self.started))

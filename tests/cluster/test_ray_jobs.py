@@ -24,6 +24,7 @@ LAYOUT = Layout(ROOT)
 
 @dataclass(frozen=True)
 class RayRun:
+    returncode: int  # of the ``ray job submit`` command
     status: str
     logs: str
     nodes: Counter  # node id → tasks and actors of the job that ran there
@@ -163,7 +164,7 @@ def submit(cluster, name: str, module_args: list[str]) -> RayRun:
         ]:
             if item.node_id:
                 nodes[item.node_id] += 1
-    return RayRun(str(info.status), client.get_job_logs(submission) + done.stderr[-2000:], nodes)
+    return RayRun(done.returncode, str(info.status), client.get_job_logs(submission) + done.stderr[-2000:], nodes)
 
 
 @pytest.fixture(scope="session")
@@ -177,7 +178,7 @@ def ray_runs(spark_runs, llm_config, ray_cluster, inputs) -> dict[str, RayRun]:
 
 def succeeded(ray_runs, ray_cluster, name: str) -> RayRun:
     run = ray_runs[name]
-    assert run.status == "SUCCEEDED", run.logs[-5000:]
+    assert run.status == "SUCCEEDED" and run.returncode == 0, run.logs[-5000:]
     assert run.nodes[ray_cluster.worker] > 0, (name, dict(run.nodes))  # the second node took work
     return run
 
@@ -209,6 +210,6 @@ def test_evaluation_job_writes_the_leaderboard_to_s3(ray_runs, ray_cluster):
 
 def test_audit_job_finds_no_violation(ray_runs, ray_cluster):
     run = ray_runs["audit"]
-    assert run.status == "SUCCEEDED", run.logs[-5000:]
+    assert run.status == "SUCCEEDED" and run.returncode == 0, run.logs[-5000:]
     audit = storage.read_json(LAYOUT.eval("audit.json"))
     assert audit["violations"] == 0 and audit["benchmarks"]
