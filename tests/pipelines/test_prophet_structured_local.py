@@ -39,11 +39,11 @@ def declared(stage: LLMStage, config: Config) -> dict:
     return form
 
 
-def validated(rows: list[dict], declared: dict) -> list[dict]:
+def validated(rows: list[dict], form: dict) -> list[dict]:
     """The kept rows, each re-checked against the stage's declared answer form."""
     kept = [r for r in rows if r["parse_ok"]]
     for r in kept:
-        check_output(declared, r["raw_text"])
+        check_output(form, r["raw_text"])
     return kept
 
 
