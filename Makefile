@@ -12,6 +12,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export AUGURY_SHARED_DATA := $(SHARED)
+TEST_WORKERS ?= 2
 FAST := not (spark or ray or llm or s3 or cluster or integration or vllm)
 
 .PHONY: demo test test-fast lint bench venv browser clean
@@ -36,9 +37,10 @@ browser:
 
 # The default tier: every test but the vllm, integration and cluster tiers (pyproject's addopts;
 # .ci/run runs the cluster tier after this). The tier markers come from the fixtures a test uses
-# (tests/conftest.py).
+# (tests/conftest.py). Files run on TEST_WORKERS pytest-xdist workers (whole files, heaviest
+# first); inputs built once per run (the sample corpus, the toy index) are shared between them.
 test: venv browser
-	$(PY) -m pytest -q --durations=25 tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25 tests
 
 test-fast: venv
 	$(PY) -m pytest -q --durations=10 -m '$(FAST)' tests

@@ -6,6 +6,7 @@ protocol to s3fs, and the sample files are the ones in ``../shared/data``.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import socket
@@ -21,6 +22,10 @@ REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Ray starts its workers at niceness 15, below their raylet. With two test workers on two cores,
+# one worker's Spark jobs (niceness 0) then left the other's model engine (a Ray worker) about 3 %
+# of a core: the engines decode at the priority of everything else instead.
+os.environ.setdefault("RAY_worker_niceness", "0")
 
 
 def shared_data_dir() -> Path:
@@ -111,6 +116,7 @@ def spark(s3_server: str):
 # endpoint; Ray after the model's conversion), not what their tests exercise: the walk stops there.
 TIER_OF_FIXTURE = {"spark": "spark", "ray_local": "ray", "local_model_dir": "llm", "s3_server": "s3"}
 STARTERS = {"spark", "ray_local"}
+HEAVIEST_FIRST = ["llm", "ray", "spark", "s3"]
 
 
 def fixtures_used(item: pytest.Item) -> set[str]:
@@ -134,7 +140,10 @@ def fixtures_used(item: pytest.Item) -> set[str]:
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every test with the tiers of its fixtures; tests under ``tests/cluster`` are the
-    ``cluster`` tier."""
+    ``cluster`` tier. Then put the files with the heaviest tier first (the model, then Ray, then
+    Spark), each file's tests together and in order: ``make test``'s workers take whole files in
+    this order, so the long files start first and the short ones fill in at the end."""
+    weight: dict[Path, int] = {}
     for item in items:
         used = fixtures_used(item)
         for fixture, tier in TIER_OF_FIXTURE.items():
@@ -142,6 +151,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(tier)
         if "cluster" in item.path.relative_to(config.rootpath).parts[:2]:
             item.add_marker("cluster")
+        heaviest = min(
+            (HEAVIEST_FIRST.index(m.name) for m in item.iter_markers() if m.name in HEAVIEST_FIRST),
+            default=len(HEAVIEST_FIRST),
+        )
+        weight[item.path] = min(weight.get(item.path, heaviest), heaviest)
+    items.sort(key=lambda item: weight[item.path])
 
 
 def pytest_addoption(parser):
@@ -176,6 +191,32 @@ def ray_local(local_model_dir):
 
 
 @pytest.fixture(scope="session")
+def built_once(tmp_path_factory) -> Callable[[str, Callable[[Path], None]], str]:
+    """``built_once(name, build)``: ``<run temp>/<name>/root``, made by ``build(root)`` once for
+    the whole run. Under pytest-xdist the run's temp directory is the workers' common parent: the
+    first worker to ask builds it while the others wait on its lock, so an expensive read-only
+    input is built once, not once per worker. A build that raises leaves no marker (the next one
+    to ask builds again)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+
+    def once(name: str, build: Callable[[Path], None]) -> str:
+        home = base / name
+        home.mkdir(exist_ok=True)
+        root, marker = home / "root", home / "built"
+        with (home / "lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not marker.is_file():
+                shutil.rmtree(root, ignore_errors=True)
+                build(root)
+                marker.touch()
+        return str(root)
+
+    return once
+
+
+@pytest.fixture(scope="session")
 def copy_root(tmp_path_factory) -> Callable[[str], str]:
     """Copies a read-only session root (``toy_index``, ``corpus_root``) to a fresh directory, for
     a module or a test that writes under it."""
@@ -187,7 +228,7 @@ def copy_root(tmp_path_factory) -> Callable[[str], str]:
 
 
 @pytest.fixture(scope="session")
-def toy_index(tmp_path_factory, ray_local) -> str:
+def toy_index(built_once, ray_local) -> str:
     """A root holding the evaluation tests' toy articles (invented news about a river port,
     ``tests/fixtures/evaluate``) and their article index with the index job's defaults (the
     bundled sentence encoder, passages of 100 and 512 words), built once for every module that
@@ -196,23 +237,28 @@ def toy_index(tmp_path_factory, ray_local) -> str:
     from pipelines.index.config import Config as IndexConfig
     from tests.fixtures.evaluate.data import write_articles
 
-    root = str(tmp_path_factory.mktemp("toy_index") / "root")
-    write_articles(root)
-    index_build.run(IndexConfig(root=root))
-    return root
+    def build(root: Path) -> None:
+        write_articles(str(root))
+        index_build.run(IndexConfig(root=str(root)))
+
+    return built_once("toy_index", build)
 
 
 @pytest.fixture(scope="session")
-def corpus_root(tmp_path_factory, spark, shared_data, ray_local) -> str:
+def corpus_root(built_once, spark, shared_data, ray_local) -> str:
     """A root holding the real corpus, built once per session by the real Spark jobs from the
     sample data: CC-NEWS articles (news-please), the dbpedia minidump plus the WCEP wikitext
     fixtures, and the rendered WCEP day pages, and the article index over it (as after the
     demo's index step). Treat it as read-only; copy it (``root_with_corpus``) to write beside it."""
+    return built_once("corpus", lambda root: _ingest_sample(str(root), spark, shared_data))
+
+
+def _ingest_sample(root: str, spark, shared_data: Path) -> None:
+    """The sample corpus under ``root`` by the corpus jobs, and its article index."""
     from jobs import ingest_news, ingest_wcep_html, ingest_wikipedia
     from pipelines.index import build as index_build
     from pipelines.index.config import Config as IndexConfig
 
-    root = str(tmp_path_factory.mktemp("corpus"))
     ingest_news.run(
         ingest_news.Config(
             inputs=[str(shared_data / "warc" / "ccnews_2022-09_39records_reconstructed.warc.gz")], root=root
@@ -237,7 +283,6 @@ def corpus_root(tmp_path_factory, spark, shared_data, ray_local) -> str:
         spark,
     )
     index_build.run(IndexConfig(root=root))
-    return root
 
 
 @pytest.fixture

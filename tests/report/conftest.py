@@ -37,7 +37,12 @@ FORECASTER = {
 
 
 @pytest.fixture(scope="session")
-def demo_root(corpus_root, shared_data, ray_local, tmp_path_factory) -> str:
+def demo_root(corpus_root, shared_data, ray_local, built_once) -> str:
+    return built_once("demo", lambda root: _build(str(root), corpus_root, shared_data))
+
+
+def _build(root: str, corpus_root: str, shared_data) -> None:
+    """The demo-like root: the corpus copied, then the builders, the evaluation and the audit."""
     from pipelines.audit import run as audit_run
     from pipelines.daily_oracle import Config as DailyOracle
     from pipelines.daily_oracle import run as daily_oracle
@@ -49,7 +54,6 @@ def demo_root(corpus_root, shared_data, ray_local, tmp_path_factory) -> str:
     from tests.pipelines import test_openforecast_pipeline as of_test
     from tests.pipelines import test_tcelongbench_pipeline as tlb_test
 
-    root = str(tmp_path_factory.mktemp("demo") / "root")
     shutil.copytree(corpus_root, root)
     tlb_test.write_reportedly_articles(root, shared_data)  # adds 2015 days and re-indexes
     daily_oracle(
@@ -79,4 +83,3 @@ def demo_root(corpus_root, shared_data, ray_local, tmp_path_factory) -> str:
         )
     )
     audit_run.run(audit_run.Config(root=root))
-    return root
