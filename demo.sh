@@ -24,14 +24,15 @@ step() {
 # each step's driver attaches to it through RAY_ADDRESS (pipelines/llm/ray_env.py) instead of
 # starting and stopping a cluster of its own. `ray start --block` stops the processes it started
 # when it is terminated, which the exit trap does whatever the exit; no other Ray on the machine is
-# touched. Its settings are those of a step's own local Ray: 4 logical CPUs, Parquet footers read
-# by one actor per CPU. Its logs stay in $ray_tmp.
+# touched. Its settings: 8 logical CPUs, twice a step's own local Ray, since the four builders
+# run on it at once and each holds one for its engine actor; Parquet footers read by 4 actors, as
+# a step's own Ray reads them. Its logs stay in $ray_tmp.
 # token authentication, as a local ray.init() has it (the token in ~/.ray, made when missing): the
 # cluster and the drivers attaching to it must agree on it
 export RAY_DATA_PARQUET_FOOTER_NUM_ACTORS=4 RAY_AUTH_MODE=${RAY_AUTH_MODE:-token}
 ray_tmp=$(mktemp -d /tmp/augury-demo-ray.XXXXXX)
 ray_port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$(dirname "$PY")"/ray start --head --block --port "$ray_port" --num-cpus 4 --include-dashboard false \
+"$(dirname "$PY")"/ray start --head --block --port "$ray_port" --num-cpus 8 --include-dashboard false \
   --disable-usage-stats --temp-dir "$ray_tmp" >"$ray_tmp/ray_start.log" 2>&1 &
 ray_pid=$!
 trap 'kill "$ray_pid" 2>/dev/null; wait "$ray_pid" 2>/dev/null || true' EXIT
@@ -61,23 +62,55 @@ step "corpus: JSON Lines articles (the WCEP-cited Reportedly articles) -> corpus
 RAY_ADDRESS=$(ray_address)
 export RAY_ADDRESS
 
-step "corpus index: dated articles -> index/articles (LanceDB: BM25, MiniLM vectors), then one search with a cutoff"
-"$PY" -m pipelines.index --root "$OUT"
+# Only the tables the demo reads: the articles and the 512-word passages TCELongBench's questions
+# retrieve (the job's default adds 100-word passages, which no step here searches).
+step "corpus index: dated articles -> index/articles (LanceDB: BM25, MiniLM vectors), index/passages_512, then one search with a cutoff"
+"$PY" -m pipelines.index --root "$OUT" --passage-words 512
 "$PY" -m pipelines.search --root "$OUT" --cutoff 2022-09-16 --k 5 "storm damage and flooding"
 
-step "LLM layer: every request kind on the embedded model (Ray Data)"
-"$PY" -m pipelines.llm_smoke --root "$OUT"
-
-# The builders run with small limits (each declares its demo flags once, in pipelines/builders.py's
-# registry; `python -m pipelines.builders demo NAME` prints the command it runs): the embedded 270M
-# base model is slow on CPU. Every generated answer is constrained to its declared form, so answers
-# parse; most candidates then end as rejected rows of the builders' own filters, with their reasons.
+# The LLM layer's smoke run (every request kind) and the builders, side by side. The builders run
+# with small limits (each declares its demo flags once, in pipelines/builders.py's registry;
+# `python -m pipelines.builders demo NAME` prints the command it runs): the embedded 270M base
+# model is slow on CPU. Every generated answer is constrained to its declared form, so answers
+# parse; most candidates then end as rejected rows of the builders' own filters, with their
+# reasons. None of these jobs reads another's outputs (each reads the corpus and the index and
+# writes its own directories), so each runs as a driver of its own on the shared cluster with its
+# own engine actor: the model decodes on one core per engine, and the jobs together keep both
+# cores busy. Their lines come prefixed with the job's name; each job's whole log is also in
+# $OUT/logs/<name>.log, and its own time is in the step table at the end.
 Q="$SHARED"/questions
 builders=$("$PY" -m pipelines.builders names)
+jobs=(llm_smoke $builders)
+step "LLM layer smoke run and builders, side by side: ${jobs[*]}"
+mkdir -p "$OUT/logs"
+run_logged() {  # NAME CMD...: CMD's lines prefixed with [NAME] and kept in $OUT/logs/NAME.log
+  local name=$1 since rc=0
+  shift
+  since=$(date +%s)
+  "$@" 2>&1 | tee "$OUT/logs/$name.log" | sed -u "s/^/[$name] /" || rc=${PIPESTATUS[0]}
+  echo "$(( $(date +%s) - since )) $rc" >"$OUT/logs/$name.status"
+  return "$rc"
+}
+pids=()
+run_logged llm_smoke "$PY" -m pipelines.llm_smoke --root "$OUT" &
+pids+=($!)
 for name in $builders; do
-  step "builder: $name"
-  "$PY" -m pipelines.builders demo "$name" "$OUT" "$SHARED"
+  run_logged "$name" "$PY" -m pipelines.builders demo "$name" "$OUT" "$SHARED" &
+  pids+=($!)
 done
+failed=()
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}" || failed+=("${jobs[$i]}")
+done
+close_step
+for name in "${jobs[@]}"; do
+  read -r took rc <"$OUT/logs/$name.status"
+  steps+=("  $name (exit $rc; log $OUT/logs/$name.log)") seconds+=("$took")
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "demo: failed: ${failed[*]} (their logs are under $OUT/logs)" >&2
+  exit 1
+fi
 
 # Answers are read both as option probabilities and as free text in the papers' forms (a reply in
 # none of them is a counted refusal); PROPHET's articles are shown as their summaries (§5).
