@@ -114,9 +114,10 @@ def spark(s3_server: str):
 # ``corpus_root`` runs Spark and Ray whatever its module declares). What ``spark`` and
 # ``ray_local`` themselves use is how they start (Spark after the S3 server, so its workers see the
 # endpoint; Ray after the model's conversion), not what their tests exercise: the walk stops there.
-TIER_OF_FIXTURE = {"spark": "spark", "ray_local": "ray", "local_model_dir": "llm", "s3_server": "s3"}
+# (heaviest tier first: the order ``make test``'s workers take files in)
+TIER_OF_FIXTURE = {"local_model_dir": "llm", "ray_local": "ray", "spark": "spark", "s3_server": "s3"}
 STARTERS = {"spark", "ray_local"}
-HEAVIEST_FIRST = ["llm", "ray", "spark", "s3"]
+HEAVIEST_FIRST = list(TIER_OF_FIXTURE.values())
 
 
 def fixtures_used(item: pytest.Item) -> set[str]:
