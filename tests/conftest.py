@@ -138,12 +138,31 @@ def fixtures_used(item: pytest.Item) -> set[str]:
     return seen
 
 
+def escaped_ids(names: list[str]) -> list[str]:
+    """The test IDs that carry escaped bytes or non-ASCII text. pytest-xdist's workers collect
+    separately and must get the same IDs; a parameter made at import time (a gzip member stamps
+    the current second) gave two workers two IDs and stopped the run, so such parameters carry
+    explicit ``ids``. Failing them at setup names them under pytest-xdist too, where a worker's
+    collection error would only show as a crash."""
+    return [name for name in names if "\\x" in name or "\\u" in name or not name.isascii()]
+
+
+ESCAPED = pytest.StashKey[set[str]]()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.nodeid in item.config.stash.get(ESCAPED, set()):
+        pytest.fail("give this test's parameters explicit ids (see escaped_ids in tests/conftest.py)")
+
+
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test with the tiers of its fixtures; tests under ``tests/cluster`` are the
-    ``cluster`` tier. Then put the files with the heaviest tier first (the model, then Ray, then
-    Spark), each file's tests together and in order: ``make test``'s workers take whole files in
-    this order, so the long files start first and the short ones fill in at the end."""
+    """Fail the tests whose IDs could differ between collections (``escaped_ids``). Mark every test
+    with the tiers of its fixtures; tests under ``tests/cluster`` are the ``cluster`` tier. Then
+    put the files with the heaviest tier first (the model, then Ray, then Spark), each file's tests
+    together and in order: ``make test``'s workers take whole files in this order, so the long
+    files start first and the short ones fill in at the end."""
+    config.stash[ESCAPED] = set(escaped_ids([item.nodeid for item in items]))
     weight: dict[Path, int] = {}
     for item in items:
         used = fixtures_used(item)

@@ -275,6 +275,7 @@ def test_damage_between_members_is_one_row_and_reading_resumes(tmp_path):
         ("header-only.warc", b"WARC/1.0\r\n\r\n", "corrupt_record", "header incomplete"),
         ("version-only.warc.gz", gzip.compress(b"WARC/", mtime=0), "corrupt_record", "Invalid WARC header"),
     ],
+    ids=lambda value: None if isinstance(value, str) else "bytes",
 )
 def test_files_without_a_readable_record_give_one_row_with_the_reason(
     tmp_path, name, content, reason, detail

@@ -116,9 +116,10 @@ def test_a_truncated_single_stream_keeps_the_pages_before_the_damage(tmp_path):
         ("random.xml.bz2", random.Random(5).randbytes(3000), True),
         ("empty.xml", b"", False),
         ("no-pages.xml", b"<mediawiki><siteinfo><sitename>W</sitename></siteinfo></mediawiki>", False),
-        ("crawl.warc.gz", gzip.compress(b"WARC/1.0\r\nWARC-Type: warcinfo\r\n\r\n"), False),
+        ("crawl.warc.gz", gzip.compress(b"WARC/1.0\r\nWARC-Type: warcinfo\r\n\r\n", mtime=0), False),
         ("not-gzip.xml.gz", b"<mediawiki><page><title>A</title></page></mediawiki>", True),
     ],
+    ids=lambda value: None if isinstance(value, str | bool) else "bytes",
 )
 def test_files_without_pages(tmp_path, name, data, damaged):
     path = tmp_path / name
