@@ -35,7 +35,7 @@ def apply_backend(ds, cfg: LLMConfig, then: Consumer, carry: Sequence[str] = ())
     """Send a Ray Dataset of requests through the configured engine and hand each batch of
     responses, with the ``carry`` columns of its requests, to ``then``; returns what ``then``
     returns. The in-process engines (``local``, ``scripted``) answer a block in batches of
-    ``batch_size``, in order, and ``then`` runs in the engine's own actor, each batch handed on
+    ``batch_size``, in order, and ``then`` runs in the engine's own task, each batch handed on
     as it is answered. A ``ray.data.llm`` processor gets blocks of ``max(batch_size,
     shard_size)`` requests (an engine task answers one block), and ``then`` runs in one actor
     after it."""
@@ -45,17 +45,12 @@ def apply_backend(ds, cfg: LLMConfig, then: Consumer, carry: Sequence[str] = ())
     engine = _in_process_engine(cfg)
     if engine is not None:
         return ds.map_batches(
-            _AnswerThen,
-            fn_constructor_kwargs={
-                "engine": engine,
-                "then": then,
-                "carry": carry,
-                "batch_size": cfg.batch_size,
-            },
+            answer_then,
+            fn_kwargs={"engine": engine, "then": then, "carry": carry, "batch_size": cfg.batch_size},
             batch_size=None,
             batch_format="pyarrow",
-            compute=ray.data.ActorPoolStrategy(size=cfg.concurrency if cfg.backend == "local" else 1),
-            num_cpus=0,
+            concurrency=cfg.concurrency if cfg.backend == "local" else 1,
+            num_cpus=0,  # the local engines' actors hold the CPUs; these tasks wait on them
         )
     blocks = ds.repartition(target_num_rows_per_block=max(cfg.batch_size, cfg.shard_size))
     return _processor(cfg, carry)(blocks).map_batches(
@@ -79,22 +74,18 @@ def _in_process_engine(cfg: LLMConfig) -> Consumer | None:
     return None
 
 
-class _AnswerThen:
-    """An in-process engine and the consumer of its responses in one actor."""
-
-    def __init__(self, engine: Consumer, then: Consumer, carry: tuple[str, ...], batch_size: int):
-        self.engine, self.then = engine[0](**engine[1]), then[0](**then[1])
-        self.carry, self.batch_size = carry, batch_size
-
-    def __call__(self, block: pa.Table) -> pa.Table:
-        outputs = []
-        for start in range(0, block.num_rows, self.batch_size):
-            batch = block.slice(start, self.batch_size)
-            responses = self.engine(batch.drop_columns(list(self.carry)))
-            for name in self.carry:
-                responses = responses.append_column(name, batch.column(name))
-            outputs.append(self.then(responses))
-        return pa.concat_tables(outputs) if outputs else pa.table({})
+def answer_then(
+    block: pa.Table, engine: Consumer, then: Consumer, carry: tuple[str, ...], batch_size: int
+) -> pa.Table:
+    """An in-process engine and the consumer of its responses in one Ray task, over one block
+    (one partition's requests: ``flow.stage_context`` keeps Ray Data from splitting it). A task,
+    not an actor: Ray reuses its worker processes, where an actor per stage started a process."""
+    answer, consume = engine[0](**engine[1]), then[0](**then[1])
+    outputs = []
+    for start in range(0, block.num_rows, batch_size):
+        batch = block.slice(start, batch_size)
+        outputs.append(consume(with_carried(answer(batch.drop_columns(list(carry))), batch, carry)))
+    return pa.concat_tables(outputs) if outputs else pa.table({})
 
 
 def _processor(cfg: LLMConfig, carry: tuple[str, ...]):

@@ -42,17 +42,29 @@ def stage_context() -> Iterator[None]:
     """The Ray Data settings of a stage's execution: blocks keep their order (the sorted requests
     reach the engine in order, and a partition's responses arrive together), the sort runs as
     plain tasks (Ray's newer sort starts a worker pool of its own per execution, a fixed cost of
-    seconds) and a UDF raises its own exception (a renderer's ValueError, an engine's error), not
-    a Ray wrapper."""
+    seconds), a UDF raises its own exception (a renderer's ValueError, an engine's error), not
+    a Ray wrapper, and no block is split by size: a partition's requests stay in one block, which
+    one in-process engine task answers whole."""
     ctx = ray.data.DataContext.get_current()
     options = ctx.execution_options
-    saved = options.preserve_order, ctx.raise_original_map_exception, ctx.shuffle_strategy
+    saved = (
+        options.preserve_order,
+        ctx.raise_original_map_exception,
+        ctx.shuffle_strategy,
+        ctx.target_max_block_size,
+    )
     options.preserve_order, ctx.raise_original_map_exception = True, True
     ctx.shuffle_strategy = ray.data.context.ShuffleStrategy.SORT_SHUFFLE_PULL_BASED
+    ctx.target_max_block_size = None
     try:
         yield
     finally:
-        options.preserve_order, ctx.raise_original_map_exception, ctx.shuffle_strategy = saved
+        (
+            options.preserve_order,
+            ctx.raise_original_map_exception,
+            ctx.shuffle_strategy,
+            ctx.target_max_block_size,
+        ) = saved
 
 
 def execute(rows: pa.Table, renderer: RequestRenderer, work: StageWork, llm: LLMConfig) -> None:

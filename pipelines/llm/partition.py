@@ -7,7 +7,7 @@ assembled there and written to the output; the others (*waiting* units) and the 
 cached answers are written to its scratch files, and its pending requests go on to the
 backend, sorted by prompt text and tagged with the partition and how many requests it sent.
 
-``Collector`` follows the backend (``backends.apply_backend``: in the engine's own actor for an
+``Collector`` follows the backend (``backends.apply_backend``: in the engine's own task for an
 in-process engine): it writes the responses as shards of ``shard_size`` as they arrive (the
 durable cache) and keeps them by partition; when a partition has all its responses, it reads
 the partition's scratch file, assembles its waiting units and writes them to the output.
@@ -173,8 +173,9 @@ class Partition:
 
 
 class Collector:
-    """``map_batches`` UDF after the backend (see the module docstring), on one actor: a
-    partition's responses all reach the same one."""
+    """Consumer of the backend's responses (see the module docstring): a partition's responses
+    all reach the same one (the processors' one actor, or an in-process engine's task, which
+    gets the partition's block whole)."""
 
     def __init__(self, work: StageWork):
         self.work = work

@@ -78,3 +78,20 @@ def test_a_stage_killed_mid_run_keeps_its_written_shards_and_resumes_from_them(r
     metrics = rerun.summaries[-1].metrics
     assert metrics["requests_cached"] == 2 and metrics["requests_computed"] == 2
     assert out.column("answer").to_pylist() == ["Lima", "Paris", "Nairobi", "Tokyo"]
+
+
+def test_blocks_over_ray_datas_size_target_are_not_split_within_a_stage(ray_local, tmp_path, monkeypatch):
+    """A stage's input block is one partition: its duplicates collapse within it, and one
+    in-process engine task answers its requests and writes its rows. Ray Data splits blocks over
+    its size target; the stage turns that off, so 100 rows of ~280 bytes stay one partition."""
+    import ray.data
+
+    monkeypatch.setattr(ray.data.DataContext.get_current(), "target_max_block_size", 1024)  # bytes
+    places = [f"Place {n}" for n in range(50)] * 2  # each asked twice, 50 rows apart
+    script = {"smoke.capital": lambda v: v["country"].upper()}
+    runner = StageRunner(str(tmp_path), "t", LLMConfig(backend="scripted", script=script, batch_size=8))
+    stage = LLMStage("capital", "smoke.capital", parser=first_line, parsed_schema=ANSWER_SCHEMA)
+    out = runner.run(stage, pa.table({"country": places}))
+    assert out.column("answer").to_pylist() == [p.upper() for p in places]
+    metrics = runner.summaries[-1].metrics
+    assert metrics["requests_unique"] == metrics["requests_computed"] == 50
