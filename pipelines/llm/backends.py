@@ -49,7 +49,7 @@ def apply_backend(ds, cfg: LLMConfig, then: Consumer, carry: Sequence[str] = ())
             fn_kwargs={"engine": engine, "then": then, "carry": carry, "batch_size": cfg.batch_size},
             batch_size=None,
             batch_format="pyarrow",
-            concurrency=cfg.concurrency if cfg.backend == "local" else 1,
+            compute=ray.data.TaskPoolStrategy(size=cfg.concurrency if cfg.backend == "local" else 1),
             num_cpus=0,  # the local engines' actors hold the CPUs; these tasks wait on them
         )
     blocks = ds.repartition(target_num_rows_per_block=max(cfg.batch_size, cfg.shard_size))
