@@ -36,6 +36,8 @@ ray_port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)
   --disable-usage-stats --temp-dir "$ray_tmp" >"$ray_tmp/ray_start.log" 2>&1 &
 ray_pid=$!
 trap 'kill "$ray_pid" 2>/dev/null; wait "$ray_pid" 2>/dev/null || true' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM  # a demo stopped by a signal stops its cluster too (the EXIT trap)
 ray_address() {  # the cluster's address, once it is up (ray start writes it last)
   for _ in $(seq 600); do
     [ -s "$ray_tmp/ray_current_cluster" ] && { cat "$ray_tmp/ray_current_cluster"; return; }
@@ -79,7 +81,7 @@ step "corpus index: dated articles -> index/articles (LanceDB: BM25, MiniLM vect
 # cores busy. Their lines come prefixed with the job's name; each job's whole log is also in
 # $OUT/logs/<name>.log, and its own time is in the step table at the end.
 Q="$SHARED"/questions
-builders=$("$PY" -m pipelines.builders names)
+builders=$("$PY" -m pipelines.builders names | tr "\n" " ")  # one line, names separated by spaces
 jobs=(llm_smoke $builders)
 step "LLM layer smoke run and builders, side by side: ${jobs[*]}"
 mkdir -p "$OUT/logs"
@@ -91,16 +93,42 @@ run_logged() {  # NAME CMD...: CMD's lines prefixed with [NAME] and kept in $OUT
   echo "$(( $(date +%s) - since )) $rc" >"$OUT/logs/$name.status"
   return "$rc"
 }
-pids=()
+# The evaluation's options, for both of its runs. Answers are read both as option probabilities
+# and as free text in the papers' forms (a reply in none of them is a counted refusal); PROPHET's
+# articles are shown as their summaries (§5).
+evaluation=(--forecastbench "$Q"/forecastbench_2024-07-21-human.json "$Q"/forecastbench_2024-07-21_resolution_set.json
+  --limit 3 --k 3 --doc-words 80 --max-new-tokens 40 --modes closed_book,retrieval --retrievers bm25
+  --answer-formats choice,text --model-cutoff 2024-03-01)
+declare -A job_of  # pid -> job name
 run_logged llm_smoke "$PY" -m pipelines.llm_smoke --root "$OUT" &
-pids+=($!)
+job_of[$!]=llm_smoke
 for name in $builders; do
   run_logged "$name" "$PY" -m pipelines.builders demo "$name" "$OUT" "$SHARED" &
-  pids+=($!)
+  job_of[$!]=$name
 done
-failed=()
-for i in "${!pids[@]}"; do
-  wait "${pids[$i]}" || failed+=("${jobs[$i]}")
+# Once every builder but one has finished, the evaluation starts on the benchmarks built so far
+# (and ForecastBench) while the last one runs: the other core is idle then. The evaluation step
+# after this one covers every benchmark; the answers computed here come from the LLM cache.
+failed=() finished=()
+while [ ${#job_of[@]} -gt 0 ]; do
+  rc=0
+  wait -n -p pid "${!job_of[@]}" || rc=$?
+  name=${job_of[$pid]}
+  unset "job_of[$pid]"
+  [ "$rc" -eq 0 ] && finished+=("$name") || failed+=("$name")
+  building=0
+  for other in "${job_of[@]}"; do [[ " $builders " == *" $other "* ]] && building=$((building + 1)); done
+  if [ "$building" -eq 1 ] && [ ${#failed[@]} -eq 0 ] && [[ ! " ${jobs[*]} " == *" evaluation_early "* ]]; then
+    # the finished builders whose benchmarks hold evaluation items (as the evaluation finds them)
+    list=$("$PY" -c 'import sys; from pipelines.evaluate.inputs import discover_benchmarks as found
+print(",".join(name for name in found(sys.argv[1]) if name in sys.argv[2:]))' "$OUT" "${finished[@]}")
+    if [ -n "$list" ]; then
+      jobs+=(evaluation_early)
+      echo "demo: evaluating $list and ForecastBench while the last builder runs (log $OUT/logs/evaluation_early.log)"
+      run_logged evaluation_early "$PY" -m pipelines.evaluate --root "$OUT" --benchmarks "$list" "${evaluation[@]}" &
+      job_of[$!]=evaluation_early
+    fi
+  fi
 done
 close_step
 for name in "${jobs[@]}"; do
@@ -112,13 +140,9 @@ if [ ${#failed[@]} -gt 0 ]; then
   exit 1
 fi
 
-# Answers are read both as option probabilities and as free text in the papers' forms (a reply in
-# none of them is a counted refusal); PROPHET's articles are shown as their summaries (§5).
+# Every benchmark now; what the early run answered is read from the cache, not computed again.
 step "evaluation: forecasters on every benchmark + ForecastBench -> eval/leaderboard, drift plot"
-"$PY" -m pipelines.evaluate --root "$OUT" \
-  --forecastbench "$Q"/forecastbench_2024-07-21-human.json "$Q"/forecastbench_2024-07-21_resolution_set.json \
-  --limit 3 --k 3 --doc-words 80 --max-new-tokens 40 --modes closed_book,retrieval --retrievers bm25 \
-  --answer-formats choice,text --model-cutoff 2024-03-01
+"$PY" -m pipelines.evaluate --root "$OUT" "${evaluation[@]}"
 
 step "audit: contexts, stored retrieval results and splits of every benchmark -> eval/audit.json"
 "$PY" -m pipelines.audit --root "$OUT"
