@@ -1,5 +1,5 @@
-"""``escaped_ids`` (tests/conftest.py): test IDs that pytest-xdist's workers could collect
-differently are refused before anything runs."""
+"""``escaped_ids`` (tests/conftest.py): the test IDs that pytest-xdist's workers could collect
+differently, which fail at setup with a message asking for explicit ids."""
 
 from __future__ import annotations
 
