@@ -152,18 +152,16 @@ def engine_starts() -> int:
 
 
 class _LocalEngineClient:
-    """The Ray Data stage in front of a local engine actor."""
+    """The in-process engine of the ``local`` backend: hands request batches to one of the
+    long-lived engine actors (``answer_then`` carries the request columns over)."""
 
-    def __init__(self, engines: list[Any], carry: tuple[str, ...] = ()):
+    def __init__(self, engines: list[Any]):
         self.engine = engines[os.getpid() % len(engines)]
-        self.carry = carry
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         import ray
 
-        return with_carried(
-            ray.get(self.engine.run.remote(batch.drop_columns(list(self.carry)))), batch, self.carry
-        )
+        return ray.get(self.engine.run.remote(batch))
 
 
 def with_carried(responses: pa.Table, requests: pa.Table, carry: Sequence[str]) -> pa.Table:
