@@ -109,7 +109,7 @@ done
 # Once every builder but one has finished, the evaluation starts on the benchmarks built so far
 # (and ForecastBench) while the last one runs: the other core is idle then. The evaluation step
 # after this one covers every benchmark; the answers computed here come from the LLM cache.
-failed=() finished=()
+failed=() finished=() early=""
 while [ ${#job_of[@]} -gt 0 ]; do
   rc=0
   wait -n -p pid "${!job_of[@]}" || rc=$?
@@ -118,7 +118,8 @@ while [ ${#job_of[@]} -gt 0 ]; do
   [ "$rc" -eq 0 ] && finished+=("$name") || failed+=("$name")
   building=0
   for other in "${job_of[@]}"; do [[ " $builders " == *" $other "* ]] && building=$((building + 1)); done
-  if [ "$building" -eq 1 ] && [ ${#failed[@]} -eq 0 ] && [[ ! " ${jobs[*]} " == *" evaluation_early "* ]]; then
+  if [ "$building" -eq 1 ] && [ ${#failed[@]} -eq 0 ] && [ -z "$early" ]; then
+    early=checked  # once: when the last builder is the only one left
     # the finished builders whose benchmarks hold evaluation items (as the evaluation finds them)
     list=$("$PY" -c 'import sys; from pipelines.evaluate.inputs import discover_benchmarks as found
 print(",".join(name for name in found(sys.argv[1]) if name in sys.argv[2:]))' "$OUT" "${finished[@]}")
