@@ -8,24 +8,31 @@ OpenAI-compatible server. Two request modes:
   logits processor, so a row's output depends on its seed only, never on its batch-mates.
   Structured output: a ``choice`` constraint is honoured exactly (the most probable option
   under scoring); a JSON schema or a regex is enforced token by token with xgrammar
-  (``_GrammarMask``), the grammar-constrained decoding library vLLM itself uses: every step masks
-  the tokens the grammar forbids, and a row whose grammar is complete may only end.
+  (``grammar_decode.GrammarMask``), the grammar-constrained decoding library vLLM itself uses:
+  every step masks the tokens the grammar forbids, and a row whose grammar is complete may only
+  end. In a greedy batch, a step where every row allows few tokens computes only their logits
+  (``grammar_decode.AllowedHead``), with the choice the full LM head would make.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import os
 import time
 from collections import defaultdict
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from udfs.choice import plan_choice, resolve_choice
 from udfs.llm_rows import GENERATE, RESPONSE_SCHEMA, SCORE, cut_at_stop
+
+if TYPE_CHECKING:
+    from pipelines.llm.grammar_decode import GrammarMask
 
 log = logging.getLogger("augury.llm.local")
 
@@ -60,35 +67,6 @@ class _RowSampler:
             token = torch.multinomial(probs, 1, generator=self.generators[i])
             scores[i] = torch.full_like(scores[i], -math.inf)
             scores[i, token] = 0.0
-        return scores
-
-
-class _GrammarMask:
-    """Logits processor: each row follows its own xgrammar matcher. Before each step the token
-    chosen at the previous step is fed to the matcher; then the forbidden tokens are masked. A
-    row whose grammar is complete may only emit end-of-sequence."""
-
-    def __init__(self, compiled, rows: int, prompt_len: int, end_ids: list[int]):
-        import xgrammar as xgr
-
-        self.matchers = [xgr.GrammarMatcher(compiled) for _ in range(rows)]
-        self.bitmask = xgr.allocate_token_bitmask(rows, compiled.tokenizer_info.vocab_size)
-        self.prompt_len, self.end_ids = prompt_len, end_ids
-
-    def __call__(self, input_ids, scores):
-        import xgrammar as xgr
-
-        generated = input_ids.shape[1] > self.prompt_len
-        for i, matcher in enumerate(self.matchers):
-            if generated and not matcher.is_terminated():
-                matcher.accept_token(int(input_ids[i, -1]))
-            if matcher.is_terminated():
-                self.bitmask[i].fill_(0)
-                for t in self.end_ids:
-                    self.bitmask[i, t // 32] |= 1 << (t % 32)
-            else:
-                matcher.fill_next_token_bitmask(self.bitmask, i)
-        xgr.apply_token_bitmask_inplace(scores, self.bitmask.to(scores.device), vocab_size=scores.shape[-1])
         return scores
 
 
@@ -256,21 +234,45 @@ class LocalEngine:
     def _tokenize_plain(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
+    @contextlib.contextmanager
+    def _constrained(self, mask: GrammarMask | None, greedy: bool) -> Iterator[None]:
+        """While a constrained batch decodes: the mask advances before each forward pass, and in a
+        greedy batch (no processor of the model's own changing logit values) the LM head is an
+        ``AllowedHead``."""
+        from pipelines.llm import grammar_decode
+
+        if mask is None:
+            yield
+            return
+        hook = self.model.register_forward_pre_hook(mask.advance, with_kwargs=True)
+        head = self.model.lm_head
+        small = greedy and head.bias is None and grammar_decode.plain_greedy(self.model.generation_config)
+        if small:
+            self.model.lm_head = grammar_decode.AllowedHead(head, mask)
+        try:
+            yield
+        finally:
+            hook.remove()
+            self.model.lm_head = head
+
     def _generate(
         self, rows: list[dict], idx: list[int], max_tokens: int, stop: list[str], grammar: Any = None
     ) -> dict[int, dict]:
         import torch
 
+        from pipelines.llm import grammar_decode
+
         started = time.time()
         enc = self._encode([r["prompt_text"] for r in rows])
+        temperatures = [float(r["temperature"] or 0.0) for r in rows]
         processors: list[Any] = []
+        mask = None
         if grammar is not None:  # the mask comes first: sampled rows draw from allowed tokens only
-            processors.append(
-                _GrammarMask(grammar, len(rows), enc["input_ids"].shape[1], sorted(self.eos_ids))
-            )
+            mask = grammar_decode.GrammarMask(grammar, len(rows), sorted(self.eos_ids))
+            processors.append(mask)
         processors.append(
             _RowSampler(
-                [float(r["temperature"] or 0.0) for r in rows],
+                temperatures,
                 [float(r["top_p"] or 1.0) for r in rows],
                 [int(r["seed"] or 0) for r in rows],
             )
@@ -278,7 +280,7 @@ class LocalEngine:
         kwargs: dict[str, Any] = {}
         if stop:
             kwargs["stopping_criteria"] = [_StopOnStrings(self.tokenizer, stop, enc["input_ids"].shape[1])]
-        with torch.no_grad():
+        with torch.no_grad(), self._constrained(mask, greedy=not any(t > 0 for t in temperatures)):
             generated = self.model.generate(
                 **enc,
                 max_new_tokens=int(max_tokens),
