@@ -32,7 +32,9 @@ step() {
 export RAY_DATA_PARQUET_FOOTER_NUM_ACTORS=4 RAY_AUTH_MODE=${RAY_AUTH_MODE:-token}
 ray_tmp=$(mktemp -d /tmp/augury-demo-ray.XXXXXX)
 ray_port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$(dirname "$PY")"/ray start --head --block --port "$ray_port" --num-cpus 8 --include-dashboard false \
+# No drain on stop: draining lets Ray Serve move replicas away first (there are none here) and
+# otherwise waits its full 30 s for this cluster's idle workers.
+RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S=0 "$(dirname "$PY")"/ray start --head --block --port "$ray_port" --num-cpus 8 --include-dashboard false \
   --disable-usage-stats --temp-dir "$ray_tmp" >"$ray_tmp/ray_start.log" 2>&1 &
 ray_pid=$!
 trap 'kill "$ray_pid" 2>/dev/null; wait "$ray_pid" 2>/dev/null || true' EXIT
@@ -48,42 +50,22 @@ ray_address() {  # the cluster's address, once it is up (ray start writes it las
   return 1
 }
 
-step "corpus: news WARC files -> corpus/articles"
-"$PY" -m jobs.ingest_news --root "$OUT" "$SHARED"/warc/*.warc.gz
-
-step "corpus: Wikipedia dumps (+ Current Events Portal wikitext day pages) -> corpus/wiki_pages, corpus/wcep_events"
-"$PY" -m jobs.ingest_wikipedia --root "$OUT" "$SHARED"/wikipedia/*.xml.bz2 tests/fixtures/wcep/portal_export.xml
-
-step "corpus: rendered Current Events Portal day pages -> corpus/wcep_events"
-"$PY" -m jobs.ingest_wcep_html --root "$OUT" "$SHARED"/wcep/wcep_portal_daily_html_2025-09_2026-08.jsonl.gz \
-  "$SHARED"/wcep/wp_current_events_2026-08.rss
-
-step "corpus: JSON Lines articles (the WCEP-cited Reportedly articles) -> corpus/articles"
-"$PY" -m jobs.ingest_articles_jsonl --root "$OUT" "$SHARED"/wcep/reportedly_articles_2015-09.json
-
-RAY_ADDRESS=$(ray_address)
-export RAY_ADDRESS
-
-# Only the tables the demo reads: the articles and the 512-word passages TCELongBench's questions
-# retrieve (the job's default adds 100-word passages, which no step here searches).
-step "corpus index: dated articles -> index/articles (LanceDB: BM25, MiniLM vectors), index/passages_512, then one search with a cutoff"
-"$PY" -m pipelines.index --root "$OUT" --passage-words 512
-"$PY" -m pipelines.search --root "$OUT" --cutoff 2022-09-16 --k 5 "storm damage and flooding"
-
-# The LLM layer's smoke run (every request kind) and the builders, side by side. The builders run
-# with small limits (each declares its demo flags once, in pipelines/builders.py's registry;
-# `python -m pipelines.builders demo NAME` prints the command it runs): the embedded 270M base
-# model is slow on CPU. Every generated answer is constrained to its declared form, so answers
-# parse; most candidates then end as rejected rows of the builders' own filters, with their
-# reasons. None of these jobs reads another's outputs (each reads the corpus and the index and
-# writes its own directories), so each runs as a driver of its own on the shared cluster with its
-# own engine actor: the model decodes on one core per engine, and the jobs together keep both
-# cores busy. Their lines come prefixed with the job's name; each job's whole log is also in
-# $OUT/logs/<name>.log, and its own time is in the step table at the end.
+# Every job from here on runs as soon as what it reads is written, side by side with the others,
+# each a driver of its own (the Ray steps attach to the shared cluster): two chains of corpus jobs
+# (the two that write corpus/articles, one after the other; the two that write corpus/wcep_events
+# likewise), the index once corpus/articles is written, then each builder once the tables it reads
+# are written (`python -m pipelines.builders names --ready`: Daily Oracle reads only the articles
+# and OpenForecast no index, so they start before the index is built), and the LLM layer's smoke
+# run (every request kind) with the builders that search the index. The machine stays busy: the
+# embedded model decodes on one core per engine. The builders run with small limits (each
+# declares its demo flags once, in pipelines/builders.py's registry; `python -m
+# pipelines.builders demo NAME` prints the command it runs): the embedded 270M base model is slow
+# on CPU. Every generated answer is constrained to its declared form, so answers parse; most
+# candidates then end as rejected rows of the builders' own filters, with their reasons. Each
+# job's lines come prefixed with its name; its whole log is also in $OUT/logs/<name>.log, and its
+# own time is in the step table at the end.
 Q="$SHARED"/questions
-builders=$("$PY" -m pipelines.builders names | tr "\n" " ")  # one line, names separated by spaces
-jobs=(llm_smoke $builders)
-step "LLM layer smoke run and builders, side by side: ${jobs[*]}"
+step "corpus jobs, index, LLM layer smoke run and builders, each as soon as its inputs are written"
 mkdir -p "$OUT/logs"
 run_logged() {  # NAME CMD...: CMD's lines prefixed with [NAME] and kept in $OUT/logs/NAME.log
   local name=$1 since rc=0
@@ -93,41 +75,76 @@ run_logged() {  # NAME CMD...: CMD's lines prefixed with [NAME] and kept in $OUT
   echo "$(( $(date +%s) - since )) $rc" >"$OUT/logs/$name.status"
   return "$rc"
 }
+declare -A job_of  # pid -> job name
+jobs=()  # every job started, in order
+start() {  # NAME CMD...: run in the background, logged
+  jobs+=("$1")
+  run_logged "$@" &
+  job_of[$!]=$1
+}
+corpus_articles() {
+  "$PY" -m jobs.ingest_news --root "$OUT" "$SHARED"/warc/*.warc.gz &&
+    "$PY" -m jobs.ingest_articles_jsonl --root "$OUT" "$SHARED"/wcep/reportedly_articles_2015-09.json
+}
+corpus_wikipedia() {
+  "$PY" -m jobs.ingest_wikipedia --root "$OUT" "$SHARED"/wikipedia/*.xml.bz2 tests/fixtures/wcep/portal_export.xml &&
+    "$PY" -m jobs.ingest_wcep_html --root "$OUT" "$SHARED"/wcep/wcep_portal_daily_html_2025-09_2026-08.jsonl.gz \
+      "$SHARED"/wcep/wp_current_events_2026-08.rss
+}
+# Only the tables the demo reads: the articles and the 512-word passages TCELongBench's questions
+# retrieve (the job's default adds 100-word passages, which no step here searches); then one search
+# with a cutoff.
+index() {
+  "$PY" -m pipelines.index --root "$OUT" --passage-words 512 &&
+    "$PY" -m pipelines.search --root "$OUT" --cutoff 2022-09-16 --k 5 "storm damage and flooding"
+}
+declare -A writes=([corpus_articles]=corpus/articles [corpus_wikipedia]=corpus/wiki_pages,corpus/wcep_events [index]=index)
+echo "demo: corpus_articles = news WARC files, then the WCEP-cited Reportedly articles (JSON Lines) -> corpus/articles"
+echo "demo: corpus_wikipedia = Wikipedia dumps and portal wikitext day pages, then rendered portal day pages -> corpus/wiki_pages, corpus/wcep_events"
+echo "demo: index = dated articles -> index/articles (LanceDB: BM25, MiniLM vectors), index/passages_512"
+start corpus_articles corpus_articles
+start corpus_wikipedia corpus_wikipedia
+RAY_ADDRESS=$(ray_address)
+export RAY_ADDRESS
+builders=$("$PY" -m pipelines.builders names | tr "\n" " ")  # one line, names separated by spaces
 # The evaluation's options, for both of its runs. Answers are read both as option probabilities
 # and as free text in the papers' forms (a reply in none of them is a counted refusal); PROPHET's
 # articles are shown as their summaries (§5).
 evaluation=(--forecastbench "$Q"/forecastbench_2024-07-21-human.json "$Q"/forecastbench_2024-07-21_resolution_set.json
   --limit 3 --k 3 --doc-words 80 --max-new-tokens 40 --modes closed_book,retrieval --retrievers bm25
   --answer-formats choice,text --model-cutoff 2024-03-01)
-declare -A job_of  # pid -> job name
-run_logged llm_smoke "$PY" -m pipelines.llm_smoke --root "$OUT" &
-job_of[$!]=llm_smoke
-for name in $builders; do
-  run_logged "$name" "$PY" -m pipelines.builders demo "$name" "$OUT" "$SHARED" &
-  job_of[$!]=$name
-done
-# Once every builder but one has finished, the evaluation starts on the benchmarks built so far
-# (and ForecastBench) while the last one runs: the other core is idle then. The evaluation step
-# after this one covers every benchmark; the answers computed here come from the LLM cache.
-failed=() finished=() early=""
+# Once every builder has started and all but one have finished, the evaluation starts on the
+# benchmarks built so far (and ForecastBench) while the last one runs: the other core is idle
+# then. The evaluation step after this one covers every benchmark; the answers computed here come
+# from the LLM cache.
+failed=() finished=() written="" early=""
 while [ ${#job_of[@]} -gt 0 ]; do
   rc=0
   wait -n -p pid "${!job_of[@]}" || rc=$?
   name=${job_of[$pid]}
   unset "job_of[$pid]"
   [ "$rc" -eq 0 ] && finished+=("$name") || failed+=("$name")
-  building=0
+  if [ "$rc" -eq 0 ] && [ -n "${writes[$name]:-}" ]; then
+    written+=",${writes[$name]}"
+    [ "$name" = corpus_articles ] && start index index
+    [ "$name" = index ] && start llm_smoke "$PY" -m pipelines.llm_smoke --root "$OUT"
+    for ready in $("$PY" -m pipelines.builders names --ready "${written#,}"); do
+      [[ " ${jobs[*]} " == *" $ready "* ]] || start "$ready" "$PY" -m pipelines.builders demo "$ready" "$OUT" "$SHARED"
+    done
+  fi
+  waiting=0 building=0
+  for other in $builders; do
+    [[ " ${jobs[*]} " == *" $other "* ]] || waiting=$((waiting + 1))
+  done
   for other in "${job_of[@]}"; do [[ " $builders " == *" $other "* ]] && building=$((building + 1)); done
-  if [ "$building" -eq 1 ] && [ ${#failed[@]} -eq 0 ] && [ -z "$early" ]; then
+  if [ "$waiting" -eq 0 ] && [ "$building" -eq 1 ] && [ ${#failed[@]} -eq 0 ] && [ -z "$early" ]; then
     early=checked  # once: when the last builder is the only one left
     # the finished builders whose benchmarks hold evaluation items (as the evaluation finds them)
     list=$("$PY" -c 'import sys; from pipelines.evaluate.inputs import discover_benchmarks as found
 print(",".join(name for name in found(sys.argv[1]) if name in sys.argv[2:]))' "$OUT" "${finished[@]}")
     if [ -n "$list" ]; then
-      jobs+=(evaluation_early)
       echo "demo: evaluating $list and ForecastBench while the last builder runs (log $OUT/logs/evaluation_early.log)"
-      run_logged evaluation_early "$PY" -m pipelines.evaluate --root "$OUT" --benchmarks "$list" "${evaluation[@]}" &
-      job_of[$!]=evaluation_early
+      start evaluation_early "$PY" -m pipelines.evaluate --root "$OUT" --benchmarks "$list" "${evaluation[@]}"
     fi
   fi
 done

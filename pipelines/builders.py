@@ -345,19 +345,38 @@ def demo(name: str, root: str, shared: str) -> None:
     runpy.run_module(module, run_name="__main__", alter_sys=True)
 
 
+def ready(written: Sequence[str]) -> list[str]:
+    """The builders whose inputs are all written: every table they read, optional ones included
+    (a table written later would change what they read), among the ``written`` paths (e.g.
+    ``corpus/articles``), and ``index`` among them if they search the article index."""
+    done = set(written)
+
+    def reads(builder: Builder[Any, Any]) -> set[str]:
+        inputs = builder.inputs
+        return {t.path for t in (*inputs.tables, *inputs.optional)} | ({"index"} if inputs.index else set())
+
+    return [name for name, builder in registry().items() if reads(builder) <= done]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """The command line: ``names`` lists the builders (the demo's order), ``demo NAME ROOT
     SHARED`` runs one with its demo flags on the sample data in SHARED."""
     parser = argparse.ArgumentParser(prog="python -m pipelines.builders", description=main.__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("names", help="the registered builders, one per line, in the demo's order")
+    names = commands.add_parser("names", help="the registered builders, one per line, in the demo's order")
+    names.add_argument(
+        "--ready",
+        metavar="WRITTEN",
+        help="only those whose inputs are all written: comma-separated table paths under the root "
+        "(corpus/articles, ...) and 'index' once the article index is built",
+    )
     run = commands.add_parser("demo", help="run one builder with its demo flags")
     run.add_argument("name", choices=list(modules()))
     run.add_argument("root", help="the root URI the demo writes under")
     run.add_argument("shared", help="the sample data directory (../shared/data)")
     args = parser.parse_args(argv)
     if args.command == "names":
-        print("\n".join(modules()))
+        print("\n".join(modules() if args.ready is None else ready(args.ready.split(","))))
     else:
         demo(args.name, args.root, args.shared)
 

@@ -39,6 +39,18 @@ def test_the_command_line_lists_the_builders(capsys):
         builders.main(["demo", "no_such_builder", "out", "/data"])
 
 
+def test_a_builder_is_ready_once_every_table_it_reads_and_the_index_it_searches_are_written(capsys):
+    corpus = ["corpus/articles", "corpus/wiki_pages", "corpus/wcep_events"]
+    assert builders.ready([]) == []
+    assert builders.ready(["corpus/articles"]) == ["daily_oracle"]
+    # OpenForecast reads the articles when they exist (optional): it waits for them too
+    assert "openforecast" not in builders.ready(["corpus/wiki_pages", "corpus/wcep_events"])
+    assert builders.ready(corpus) == ["openforecast", "daily_oracle"]
+    assert builders.ready([*corpus, "index"]) == list(REGISTERED)
+    builders.main(["names", "--ready", "corpus/articles,index"])
+    assert capsys.readouterr().out.split() == ["tcelongbench", "prophet", "daily_oracle"]
+
+
 def test_the_evaluation_and_the_audit_read_the_declarations():
     assert builders.retrieval()["daily_oracle"].strict and builders.retrieval()["prophet"].summaries
     assert "openforecast" not in builders.retrieval()  # the evaluation's defaults
