@@ -5,10 +5,12 @@
 (input row, sample): the input columns, the unit's sampling, request keys, options and choice
 plan, its requests as a nested list in ``REQUEST_SCHEMA``, and its prompt text (``__order``), by
 which the stage's units are sorted. The rows' columns are filled as plain lists and become
-Arrow arrays once per batch. The tokenizer is loaded lazily and once per worker process
-(``load_tokenizer`` is cached there): Ray Data runs the UDF as tasks in reused workers, so later
-stages of a run render without loading it again, where an actor pool would start a process and
-load it for every stage. Nothing of this runs on the driver.
+Arrow arrays once per batch. The tokenizer is loaded lazily, when a stage needs it (choice
+plans, token counts, a chat template), and once per worker process (``load_tokenizer`` is cached
+there): Ray Data runs the UDF as tasks in reused workers, so later stages of a run render
+without loading it again, where an actor pool would start a process and load it for every
+stage; a worker an actor took over is replaced by a fresh one. Nothing of this runs on the
+driver.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import functools
 import json
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -99,6 +102,26 @@ def load_tokenizer(cfg: RenderConfig) -> Any:
         return None
 
 
+TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json", "additional_chat_templates")
+
+
+@functools.lru_cache(maxsize=4)
+def has_chat_template(cfg: RenderConfig) -> bool:
+    """Whether the model's tokenizer has a chat template. A local checkpoint's files tell without
+    loading it (no template file and no ``chat_template`` in ``tokenizer_config.json``: none), so
+    a generate stage of a base model renders in a fresh worker without the tokenizer, about 5 s
+    of its CPU (transformers' import, the 262k-token vocabulary); otherwise the tokenizer says."""
+    if cfg.backend in ("local", "scripted"):
+        from pipelines.llm.local_model import model_path
+
+        path = Path(model_path(cfg.model_dir))
+        config = path / "tokenizer_config.json"
+        if not any((path / name).exists() for name in TEMPLATE_FILES):
+            return config.exists() and bool(json.loads(config.read_text()).get("chat_template"))
+    tok = load_tokenizer(cfg)
+    return bool(getattr(tok, "chat_template", None))
+
+
 class Tokenizing:
     """Rendering and counting with the model's tokenizer, loaded on first use in the process."""
 
@@ -111,7 +134,7 @@ class Tokenizing:
 
     def prompt_text(self, rendered: Rendered) -> str:
         """The exact text sent to the engine: chat template when the model has one, else plain."""
-        tok = self.tokenizer if self.cfg.chat_template else None
+        tok = self.tokenizer if self.cfg.chat_template and has_chat_template(self.cfg) else None
         if tok is not None and getattr(tok, "chat_template", None):
             text = tok.apply_chat_template(rendered.messages(), add_generation_prompt=True, tokenize=False)
             return text + rendered.answer_prefix

@@ -5,6 +5,7 @@ import json
 
 import pyarrow as pa
 
+from pipelines.llm import render
 from pipelines.llm.backends import completion_payload
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.render import ROW, RenderConfig, RequestRenderer
@@ -39,3 +40,41 @@ def test_the_engine_gets_the_declared_property_order_and_the_cache_key_ignores_i
         sent = completion_payload(request, LLM)["structured_outputs"]  # the http and vLLM body
         assert _properties(sent) == _properties(form)
     assert _request(declared)["request_key"] == _request(reordered)["request_key"]
+
+
+def _local(tmp_path, **files: str) -> RenderConfig:
+    """A local checkpoint directory holding only the given tokenizer files."""
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    return RenderConfig("local", "m", None, str(tmp_path), True, 64)
+
+
+def test_a_base_checkpoint_renders_without_loading_its_tokenizer(tmp_path, monkeypatch):
+    def no_load(cfg):
+        raise AssertionError("the tokenizer was loaded")
+
+    monkeypatch.setattr(render, "load_tokenizer", no_load)
+    cfg = _local(tmp_path, **{"tokenizer_config.json": '{"model_max_length": 2048}'})
+    prompt = load_prompt("daily_oracle.category")
+    rendered = prompt.render({"question": "Will it rain in Lyon by May 2026?"})
+    assert not render.has_chat_template(cfg)
+    assert render.Tokenizing(cfg).prompt_text(rendered) == rendered.plain_text()
+
+
+def test_a_template_in_the_config_or_a_template_file_means_a_chat_template(tmp_path, monkeypatch):
+    class Tok:
+        chat_template = "{{ messages }}"
+
+    loads = []
+    monkeypatch.setattr(render, "load_tokenizer", lambda cfg: loads.append(cfg) or Tok())
+    keyed = tmp_path / "keyed"
+    keyed.mkdir()
+    assert render.has_chat_template(
+        _local(keyed, **{"tokenizer_config.json": '{"chat_template": "{{ x }}"}'})
+    )
+    assert not loads  # the config says so
+    for name in render.TEMPLATE_FILES[:2]:  # a template file: the tokenizer is asked
+        directory = tmp_path / name.replace(".", "_")
+        directory.mkdir()
+        assert render.has_chat_template(_local(directory, **{name: "{{ x }}", "tokenizer_config.json": "{}"}))
+    assert len(loads) == 2
