@@ -134,9 +134,10 @@ class Tokenizing:
 
     def prompt_text(self, rendered: Rendered) -> str:
         """The exact text sent to the engine: chat template when the model has one, else plain."""
-        tok = self.tokenizer if self.cfg.chat_template and has_chat_template(self.cfg) else None
-        if tok is not None and getattr(tok, "chat_template", None):
-            text = tok.apply_chat_template(rendered.messages(), add_generation_prompt=True, tokenize=False)
+        if self.cfg.chat_template and has_chat_template(self.cfg):
+            text = self.tokenizer.apply_chat_template(
+                rendered.messages(), add_generation_prompt=True, tokenize=False
+            )
             return text + rendered.answer_prefix
         return rendered.plain_text()
 
