@@ -5,6 +5,8 @@ set -euo pipefail
 SHARED=${1:?usage: demo.sh SHARED_DATA_DIR OUT_DIR}
 OUT=${2:?usage: demo.sh SHARED_DATA_DIR OUT_DIR}
 PY=${PY:-.venv/bin/python}
+# Spark's settings for a local JVM on a small machine (cluster/spark/local/spark-defaults.conf)
+export SPARK_CONF_DIR=${SPARK_CONF_DIR:-$(cd "$(dirname "$0")" && pwd)/cluster/spark/local}
 export SPARK_MASTER=${SPARK_MASTER:-local[2]} HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 mkdir -p "$OUT"
 started=$(date +%s)

@@ -26,6 +26,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # one worker's Spark jobs (niceness 0) then left the other's model engine (a Ray worker) about 3 %
 # of a core: the engines decode at the priority of everything else instead.
 os.environ.setdefault("RAY_worker_niceness", "0")
+# Spark's settings for a local JVM on a small machine (the demo's too): every Spark the suite
+# starts, in this process or in a subprocess, reads them (cluster/spark/local/spark-defaults.conf).
+os.environ.setdefault("SPARK_CONF_DIR", str(REPO / "cluster" / "spark" / "local"))
 
 
 def shared_data_dir() -> Path:

@@ -17,6 +17,7 @@ from udfs.schemas import ARTICLES
 
 REPO = Path(__file__).resolve().parents[2]
 CONF = REPO / "cluster" / "spark" / "spark-defaults.conf"
+LOCAL_CONF = REPO / "cluster" / "spark" / "local" / "spark-defaults.conf"
 CCNEWS = "ccnews_2022-09_39records_reconstructed.warc.gz"
 COMPARED = ("article_id", "title", "text", "published_at", "language", "canonical_url", "text_hash")
 
@@ -85,6 +86,20 @@ def test_cluster_worker_settings_give_the_articles_of_a_default_run(spark, share
         {**settings, "spark.executor.pyspark.memory": "2g", "spark.executor.cores": "4"},
     )
     assert old.returncode != 0 or articles(tmp_path / "old") != expected
+
+
+@pytest.mark.spark
+def test_the_suites_spark_runs_with_the_local_jvm_options(spark):
+    """The suite points SPARK_CONF_DIR at cluster/spark/local (as the demo does), and the options
+    written there are the ones the running JVM was started with."""
+    assert Path(os.environ["SPARK_CONF_DIR"]) / "spark-defaults.conf" == LOCAL_CONF
+    (line,) = [
+        x for x in LOCAL_CONF.read_text().splitlines() if x.startswith("spark.driver.extraJavaOptions")
+    ]
+    options = line.split()[1:]
+    assert "-XX:TieredStopAtLevel=1" in options and "-XX:+UseSerialGC" in options
+    runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    assert set(options) <= set(runtime.getInputArguments())
 
 
 def test_console_progress_bar_only_on_a_terminal():
