@@ -10,8 +10,10 @@ OpenAI-compatible server. Two request modes:
   under scoring); a JSON schema or a regex is enforced token by token with xgrammar
   (``grammar_decode.GrammarMask``), the grammar-constrained decoding library vLLM itself uses:
   every step masks the tokens the grammar forbids, and a row whose grammar is complete may only
-  end. In a greedy batch, a step where every row allows few tokens computes only their logits
-  (``grammar_decode.AllowedHead``), with the choice the full LM head would make.
+  end. In a greedy batch, constrained or not, a step computes the float32 logits of a few
+  candidate tokens only (those the grammar allows when every row allows few, else those a
+  bfloat16 copy of the head cannot rule out: ``grammar_decode.AllowedHead``), with the choice
+  the full LM head would make.
 """
 
 from __future__ import annotations
@@ -115,6 +117,7 @@ class LocalEngine:
         self.eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
         self._compiler: Any = None
         self._grammars: dict[str, Any] = {}
+        self._screen: Any = None  # grammar_decode.Screen, made at the first greedy batch
         log.info("local engine loaded %s in %.1f s", path, time.time() - started)
 
     def run(self, batch: pa.Table) -> pa.Table:
@@ -235,24 +238,24 @@ class LocalEngine:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
     @contextlib.contextmanager
-    def _constrained(self, mask: GrammarMask | None, greedy: bool) -> Iterator[None]:
-        """While a constrained batch decodes: the mask advances before each forward pass, and in a
-        greedy batch (no processor of the model's own changing logit values) the LM head is an
-        ``AllowedHead``."""
+    def _decoding(self, mask: GrammarMask | None, greedy: bool) -> Iterator[None]:
+        """While a batch decodes: the grammar mask (if any) advances before each forward pass, and
+        in a greedy batch (no processor of the model's own changing logit values) the LM head is an
+        ``AllowedHead``, with the engine's bfloat16 screen where the CPU has bfloat16 products."""
         from pipelines.llm import grammar_decode
 
-        if mask is None:
-            yield
-            return
-        hook = self.model.register_forward_pre_hook(mask.advance, with_kwargs=True)
+        hook = self.model.register_forward_pre_hook(mask.advance, with_kwargs=True) if mask else None
         head = self.model.lm_head
-        small = greedy and head.bias is None and grammar_decode.plain_greedy(self.model.generation_config)
-        if small:
-            self.model.lm_head = grammar_decode.AllowedHead(head, mask)
+        if greedy and head.bias is None and grammar_decode.plain_greedy(self.model.generation_config):
+            if self._screen is None and grammar_decode.Screen.available():
+                self._screen = grammar_decode.Screen(head.weight.detach())
+            if mask is not None or self._screen is not None:
+                self.model.lm_head = grammar_decode.AllowedHead(head, mask, self._screen)
         try:
             yield
         finally:
-            hook.remove()
+            if hook is not None:
+                hook.remove()
             self.model.lm_head = head
 
     def _generate(
@@ -280,7 +283,7 @@ class LocalEngine:
         kwargs: dict[str, Any] = {}
         if stop:
             kwargs["stopping_criteria"] = [_StopOnStrings(self.tokenizer, stop, enc["input_ids"].shape[1])]
-        with torch.no_grad(), self._constrained(mask, greedy=not any(t > 0 for t in temperatures)):
+        with torch.no_grad(), self._decoding(mask, greedy=not any(t > 0 for t in temperatures)):
             generated = self.model.generate(
                 **enc,
                 max_new_tokens=int(max_tokens),

@@ -1,6 +1,7 @@
-"""The LM head of greedy constrained decoding (``pipelines.llm.grammar_decode.AllowedHead``): it
-computes only the allowed tokens' logits when a step allows few, falls back to the full head on a
-near tie or a large set, and the embedded model's answers are the same with it as without it."""
+"""The LM head of greedy decoding (``pipelines.llm.grammar_decode.AllowedHead``): it computes only
+the candidate tokens' logits (the allowed ones when a step allows few, else those the bfloat16
+screen keeps), falls back to the full head on a near tie or a large set, and the embedded model's
+answers, constrained or free, are the same with it as without it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 import torch
 
 from pipelines.llm import grammar_decode
-from pipelines.llm.grammar_decode import AllowedHead
+from pipelines.llm.grammar_decode import AllowedHead, Screen
 from pipelines.llm.local_engine import LocalEngine
 from udfs.daily_oracle.outputs import filter_output
 from udfs.llm_rows import REQUEST_SCHEMA
@@ -60,6 +61,73 @@ def test_a_prompt_pass_over_several_positions_computes_the_full_head():
     hidden = torch.tensor([[[3.0, 1.0], [1.0, 3.0]]])
     small = AllowedHead(head, Sets([0, 1]))
     assert torch.equal(small(hidden), head(hidden)) and small.small_steps == 0
+
+
+def test_the_screen_keeps_the_full_heads_choice_where_bfloat16_rounding_reverses_the_order():
+    # float32: token 0 scores 100.2 - 99 = 1.2, token 1 1.1; in bfloat16, 100.2 is 100, so token 0
+    # scores 1.0 and token 1 leads. Both must stay candidates, and the float32 products choose 0.
+    head = _head([[100.2, -99.0], [1.1, 0.0], [-5.0, 0.0]])
+    hidden = torch.tensor([[[1.0, 1.0]]])
+    z = torch.nn.functional.linear(hidden[:, 0].bfloat16(), head.weight.bfloat16())
+    assert int(torch.argmax(z)) == 1 and int(torch.argmax(head(hidden))) == 0
+    screen = Screen(head.weight)
+    assert screen.candidates(hidden[:, 0], None)[0].tolist() == [0, 1]  # -5.0 is ruled out
+    assert screen.candidates(hidden[:, 0], [np.array([1, 2])])[0].tolist() == [1]  # the grammar's
+    small = AllowedHead(head, None, screen)
+    logits = small(hidden)
+    assert small.small_steps == 1 and int(torch.argmax(logits)) == 0
+
+
+def test_screened_rows_choose_the_full_heads_token_and_a_tie_computes_the_full_head():
+    weight = torch.randn(3000, 64, generator=torch.Generator().manual_seed(3))
+    head = _head(weight.tolist())
+    hidden = torch.randn(4, 1, 64, generator=torch.Generator().manual_seed(4)) * 8
+    small = AllowedHead(head, None, Screen(head.weight))
+    logits = small(hidden)
+    assert small.small_steps == 1
+    assert torch.equal(torch.argmax(logits, -1), torch.argmax(head(hidden), -1))
+    assert int(torch.isfinite(logits).sum()) < 4 * 100  # a few candidates a row, not the vocabulary
+    twins = _head([*weight.tolist(), weight[int(torch.argmax(head(hidden)[0, 0]))].tolist()])
+    tie = AllowedHead(twins, None, Screen(twins.weight))
+    assert torch.equal(tie(hidden), twins(hidden)) and tie.small_steps == 0
+
+
+@pytest.mark.llm
+def test_the_embedded_models_free_text_is_the_same_with_the_screened_head(local_model_dir, monkeypatch):
+    if not Screen.available():
+        pytest.skip("this CPU has no bfloat16 products: the engine decodes with the full head")
+    engine = LocalEngine(str(local_model_dir), threads=1)
+    prompts = [
+        "The river port reported record cargo volumes this week, and officials said",
+        "Question: Will the central bank raise rates before December? Answer:",
+        "Write a headline about a flood in the valley:",
+    ]
+    requests = pa.Table.from_pylist(
+        [
+            {"request_key": str(k), "prompt_text": text, "mode": "generate", "temperature": 0.0, "top_p": 1.0}
+            | {"max_tokens": 40, "seed": 0, "stop": None, "structured": None, "score_token_ids": None}
+            for k, text in enumerate(prompts)
+        ],
+        schema=REQUEST_SCHEMA,
+    )
+    steps = []
+    small = AllowedHead._small
+
+    def counted(self, hidden):
+        logits = small(self, hidden)
+        steps.append(logits is not None)
+        return logits
+
+    monkeypatch.setattr(AllowedHead, "_small", counted)
+    screened = engine.run(requests).to_pylist()
+    assert sum(steps) > len(steps) / 2  # most steps took the small product
+    monkeypatch.setattr(grammar_decode, "LIMIT", 0)  # every step the full head
+    full = engine.run(requests).to_pylist()
+    assert [(r["generated_text"], r["output_tokens"]) for r in screened] == [
+        (r["generated_text"], r["output_tokens"]) for r in full
+    ]
+    assert all(r["output_tokens"] > 10 for r in full)
+    assert type(engine.model.lm_head) is torch.nn.Linear  # the model's own head is back
 
 
 @pytest.mark.llm
