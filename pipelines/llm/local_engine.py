@@ -244,7 +244,9 @@ class LocalEngine:
         ``AllowedHead``, with the engine's bfloat16 screen where the CPU has bfloat16 products."""
         from pipelines.llm import grammar_decode
 
-        hook = self.model.register_forward_pre_hook(mask.advance, with_kwargs=True) if mask else None
+        hook = (
+            self.model.register_forward_pre_hook(mask.advance, with_kwargs=True) if mask is not None else None
+        )
         head = self.model.lm_head
         if greedy and head.bias is None and grammar_decode.plain_greedy(self.model.generation_config):
             if self._screen is None and grammar_decode.Screen.available():
