@@ -92,20 +92,23 @@ def test_screened_rows_choose_the_full_heads_token_and_a_tie_computes_the_full_h
     assert torch.equal(tie(hidden), twins(hidden)) and tie.small_steps == 0
 
 
-@pytest.mark.llm
-def test_the_embedded_models_free_text_is_the_same_with_the_screened_head(local_model_dir, monkeypatch):
-    if not Screen.available():
-        pytest.skip("this CPU has no bfloat16 products: the engine decodes with the full head")
-    engine = LocalEngine(str(local_model_dir), threads=1)
-    prompts = [
-        "The river port reported record cargo volumes this week, and officials said",
-        "Question: Will the central bank raise rates before December? Answer:",
-        "Write a headline about a flood in the valley:",
-    ]
+@pytest.fixture(scope="module")
+def engine(local_model_dir) -> LocalEngine:
+    """One engine for the module's model tests (the model loads once)."""
+    return LocalEngine(str(local_model_dir), threads=1)
+
+
+def small_and_full(
+    engine: LocalEngine, monkeypatch, prompts: list[str], max_tokens: int, structured: str | None
+) -> list[dict]:
+    """Greedy answers to ``prompts`` with the small head, then with the full head at every step
+    (LIMIT 0): most steps took the small product, the answers are the same, and the model's own
+    head is back afterwards. Returns the full head's rows."""
     requests = pa.Table.from_pylist(
         [
             {"request_key": str(k), "prompt_text": text, "mode": "generate", "temperature": 0.0, "top_p": 1.0}
-            | {"max_tokens": 40, "seed": 0, "stop": None, "structured": None, "score_token_ids": None}
+            | {"max_tokens": max_tokens, "seed": 0, "stop": None, "structured": structured}
+            | {"score_token_ids": None}
             for k, text in enumerate(prompts)
         ],
         schema=REQUEST_SCHEMA,
@@ -118,48 +121,35 @@ def test_the_embedded_models_free_text_is_the_same_with_the_screened_head(local_
         steps.append(logits is not None)
         return logits
 
-    monkeypatch.setattr(AllowedHead, "_small", counted)
-    screened = engine.run(requests).to_pylist()
-    assert sum(steps) > len(steps) / 2  # most steps took the small product
-    monkeypatch.setattr(grammar_decode, "LIMIT", 0)  # every step the full head
-    full = engine.run(requests).to_pylist()
-    assert [(r["generated_text"], r["output_tokens"]) for r in screened] == [
-        (r["generated_text"], r["output_tokens"]) for r in full
-    ]
-    assert all(r["output_tokens"] > 10 for r in full)
-    assert type(engine.model.lm_head) is torch.nn.Linear  # the model's own head is back
-
-
-@pytest.mark.llm
-def test_the_embedded_models_constrained_answers_are_the_same_with_the_small_head(
-    local_model_dir, monkeypatch
-):
-    engine = LocalEngine(str(local_model_dir), threads=1)
-    form = json.dumps(filter_output(0))  # headings and points: a few tokens allowed at each step
-    prompts = ["Score the article on the seven principles.\n*Question 1*", "Rate each answer.\n*Question 1*"]
-    requests = pa.Table.from_pylist(
-        [
-            {"request_key": str(k), "prompt_text": text, "mode": "generate", "temperature": 0.0, "top_p": 1.0}
-            | {"max_tokens": 60, "seed": 0, "stop": None, "structured": form, "score_token_ids": None}
-            for k, text in enumerate(prompts)
-        ],
-        schema=REQUEST_SCHEMA,
-    )
-    small_steps = []
-    small = AllowedHead._small
-
-    def counted(self, hidden):
-        logits = small(self, hidden)
-        small_steps.append(logits is not None)
-        return logits
-
-    monkeypatch.setattr(AllowedHead, "_small", counted)
-    with_small = engine.run(requests).to_pylist()
-    assert sum(small_steps) > len(small_steps) / 2  # most steps took the small product
-    monkeypatch.setattr(grammar_decode, "LIMIT", 0)  # every step the full head
-    full = engine.run(requests).to_pylist()
+    with monkeypatch.context() as patch:
+        patch.setattr(AllowedHead, "_small", counted)
+        with_small = engine.run(requests).to_pylist()
+        assert sum(steps) > len(steps) / 2  # most steps took the small product
+        patch.setattr(grammar_decode, "LIMIT", 0)  # every step the full head
+        full = engine.run(requests).to_pylist()
     assert [(r["generated_text"], r["output_tokens"]) for r in with_small] == [
         (r["generated_text"], r["output_tokens"]) for r in full
     ]
-    assert all(r["generated_text"].startswith("\n## Correctness\n- Point: ") for r in full)
     assert type(engine.model.lm_head) is torch.nn.Linear  # the model's own head is back
+    return full
+
+
+@pytest.mark.llm
+def test_the_embedded_models_free_text_is_the_same_with_the_screened_head(engine, monkeypatch):
+    if not Screen.available():
+        pytest.skip("this CPU has no bfloat16 products: the engine decodes with the full head")
+    prompts = [
+        "The river port reported record cargo volumes this week, and officials said",
+        "Question: Will the central bank raise rates before December? Answer:",
+        "Write a headline about a flood in the valley:",
+    ]
+    full = small_and_full(engine, monkeypatch, prompts, 40, None)
+    assert all(r["output_tokens"] > 10 for r in full)
+
+
+@pytest.mark.llm
+def test_the_embedded_models_constrained_answers_are_the_same_with_the_small_head(engine, monkeypatch):
+    form = json.dumps(filter_output(0))  # headings and points: a few tokens allowed at each step
+    prompts = ["Score the article on the seven principles.\n*Question 1*", "Rate each answer.\n*Question 1*"]
+    full = small_and_full(engine, monkeypatch, prompts, 60, form)
+    assert all(r["generated_text"].startswith("\n## Correctness\n- Point: ") for r in full)
