@@ -40,7 +40,8 @@ class Config:
         0,
         min=0,
         help="embedding actors (Ray Data actor pool size); 0: from one up to one per CPU of the "
-        "cluster but one (at most this machine's cores when Ray runs locally)",
+        "cluster but one (at most this machine's cores when Ray runs locally); a hashing encoder "
+        "embeds in tasks and needs none",
     )
     embed_gpus: float = option(0.0, min=0, help="GPUs per embedding actor (0: CPU)")
 

@@ -9,7 +9,8 @@
    the task), so an embedding call is bounded in what it embeds, whatever the articles' length.
 2. **embed** (actor pool, ``--embed-actors``, ``--embed-gpus``): the rows of the tables that hold
    vectors (``articles``, the passage tables of ``--passage-vectors``) are embedded; the others
-   pass. Left out of the stream when no table of the run wants vectors: no model is loaded.
+   pass. Left out of the stream when no table of the run wants vectors: no model is loaded. A
+   model-free ``hashing-<dim>`` encoder embeds in tasks instead, with no actor.
 3. **append** (one actor, no CPU): each table's rows added to it, up to ``WRITE_ROWS`` rows an
    ``add``, passing on only counts, so the driver never holds articles.
 
@@ -46,6 +47,7 @@ from pipelines.index.statistics import (
 )
 from pipelines.index.tables import STORAGE_VERSION, TABLE, connect, worker_env
 from udfs import storage
+from udfs.embeddings import HASHING
 from udfs.index_docs import ARTICLE_COLUMNS, check_partitions, documents, index_schema, passages
 from udfs.report import Progress
 
@@ -140,27 +142,32 @@ def _missing(docs: pa.Table, root: str, name: str, resumed: list[str]) -> pa.Tab
     return docs.filter(pc.invert(pc.is_in(docs[key], there[key].combine_chunks())))
 
 
+def with_vectors(rows: pa.Table, encoder: str, tables: frozenset[str]) -> pa.Table:
+    """``rows`` with a ``vector`` column: the embeddings of the rows of ``tables`` (zeros for the
+    others, which the writer does not store)."""
+    from udfs.embeddings import embed
+
+    dim = embed([], encoder).shape[1]  # loads a model once per process
+    chosen = pc.is_in(rows["_table"], value_set=pa.array(sorted(tables), pa.string()))
+    wanted = np.flatnonzero(chosen.to_numpy(zero_copy_only=False))
+    vectors = np.zeros((rows.num_rows, dim), np.float32)
+    if len(wanted):
+        vectors[wanted] = embed(rows["text"].take(wanted).to_pylist(), encoder, ENCODE_BATCH)
+    column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel(), pa.float32()), dim)
+    return rows.append_column(pa.field("vector", column.type, nullable=False), column)
+
+
 class Embedder:
-    """Ray Data actor: the embeddings of the rows of ``tables`` in a block (zeros for the others,
-    which the writer does not store)."""
+    """Ray Data actor of a model encoder: ``with_vectors`` with the model loaded once, at the start."""
 
     def __init__(self, encoder: str, tables: frozenset[str]) -> None:
         from udfs.embeddings import embed
 
-        self.encoder, self.tables = encoder, pa.array(sorted(tables), pa.string())
-        self.dim = embed([], encoder).shape[1]  # loads the model once
+        self.encoder, self.tables = encoder, tables
+        embed([], encoder)
 
     def __call__(self, rows: pa.Table) -> pa.Table:
-        from udfs.embeddings import embed
-
-        wanted = np.flatnonzero(
-            pc.is_in(rows["_table"], value_set=self.tables).to_numpy(zero_copy_only=False)
-        )
-        vectors = np.zeros((rows.num_rows, self.dim), np.float32)
-        if len(wanted):
-            vectors[wanted] = embed(rows["text"].take(wanted).to_pylist(), self.encoder, ENCODE_BATCH)
-        column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel(), pa.float32()), self.dim)
-        return rows.append_column(pa.field("vector", column.type, nullable=False), column)
+        return with_vectors(rows, self.encoder, self.tables)
 
 
 class Writer:
@@ -250,7 +257,16 @@ def stream(
         )
         .repartition(target_num_rows_per_block=config.batch_size)
     )
-    if vectors & set(work):
+    if vectors & set(work) and HASHING.fullmatch(config.encoder):
+        # no model to load: plain tasks, on worker processes Ray keeps (an actor pool started a
+        # process or two a run, each paying its imports, for a few milliseconds of hashing)
+        rows = rows.map_batches(
+            with_vectors,
+            fn_args=(config.encoder, vectors),
+            batch_size=config.batch_size,
+            batch_format="pyarrow",
+        )
+    elif vectors & set(work):
         rows = rows.map_batches(
             Embedder,
             fn_constructor_args=(config.encoder, vectors),

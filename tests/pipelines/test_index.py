@@ -10,6 +10,7 @@ import logging
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pipelines import search
@@ -20,7 +21,9 @@ from pipelines.index.build import run
 from pipelines.index.config import Config
 from pipelines.index.engine import MODES, ArticleIndex
 from pipelines.index.manifest import MANIFEST
+from pipelines.index.tables import connect
 from tests.fixtures.evaluate.data import write_articles
+from udfs import embeddings as embedding
 from udfs.retrieval import LeakageError
 
 T = dt.datetime(2024, 3, 1, 12, 0, tzinfo=dt.UTC)
@@ -163,6 +166,28 @@ def test_a_rerun_writes_nothing_and_a_new_day_adds_only_its_articles(tmp_path, r
     assert changed.metrics["rows in the index"] == changed.metrics["rows in passages_100"] == len(PROBES)
     hits = ArticleIndex(root).search("museum", T + dt.timedelta(days=30), k=10, mode="bm25")
     assert [h.doc_id for h in hits] == ["late-v2"]
+
+
+class NoActor(embed.Embedder):
+    """An embedding actor that cannot start: a run that needs one fails."""
+
+    def __init__(self, *args) -> None:
+        raise RuntimeError("an embedding actor was started")
+
+
+def test_a_hashing_encoder_embeds_in_tasks_and_a_model_in_actors(tmp_path, ray_local, monkeypatch):
+    """The model-free encoder needs no actor (one would start a process for milliseconds of
+    hashing); its vectors are the encoder's own. A model encoder still loads in an actor."""
+    monkeypatch.setattr(embed, "Embedder", NoActor)
+    root = str(tmp_path / "hashing")
+    build(root, (100,))
+    table = connect(root).open_table("articles").to_arrow()
+    expected = embedding.embed(table["text"].to_pylist(), ENCODER)
+    assert table.num_rows == len(PROBES) - 1  # the dated articles
+    assert np.array_equal(np.stack(table["vector"].to_numpy(False)), expected)
+    write_articles(str(tmp_path / "model"), PROBES[:1])
+    with pytest.raises(Exception, match="an embedding actor was started"):
+        run(Config(root=str(tmp_path / "model"), passage_words=()))
 
 
 def test_a_batch_appended_twice_fails_the_run_and_the_rerun_repairs_it(tmp_path, ray_local, monkeypatch):
