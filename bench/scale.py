@@ -11,7 +11,8 @@ sizes) and the article index built by the index job with the model-free ``hashin
 Then, on each root, OpenForecast, Daily Oracle, PROPHET, TCELongBench and the evaluation run end
 to end with the scripted backend (``bench.scale_scripts``), **each in its own process**
 (``bench.scale_run``), which reports its own peak RSS (``VmHWM``: the driver's; Ray workers are
-other processes) and wall time. Their limits are the demos' so the LLM work is the same at both
+other processes) and wall time. Every step's driver attaches to one Ray cluster, started by the
+bench (or the one ``RAY_ADDRESS`` names), as the demo's steps do. Their limits are the demos' so the LLM work is the same at both
 sizes and only the reading around it can grow (each builder declares its own once, in its registry
 entry: ``pipelines.builders.Builder.scale``):
 
@@ -54,7 +55,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import ray
+
 from bench.scale_run import BUILDERS, SEARCHING
+from pipelines.llm.config import LLMConfig
+from pipelines.llm.ray_env import ensure_ray
 
 RESULTS = Path(__file__).resolve().parent / "results"
 GRACE_S = 30  # after a timeout, SIGTERM, then SIGKILL this much later
@@ -65,16 +70,24 @@ def log(message: str) -> None:
 
 
 def run_step(
-    step: str, root: str, articles: int, seed: int, logs: Path, timeout: float, *extra: str, repeat: int = 0
+    step: str,
+    root: str,
+    articles: int,
+    seed: int,
+    logs: Path,
+    timeout: float,
+    *extra: str,
+    repeat: int = 0,
+    env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Run one step (``prepare`` or a builder's ``repeat``-th run) in a fresh interpreter; its
-    JSON line, or the error when it has none (crash, timeout)."""
+    """Run one step (``prepare`` or a builder's ``repeat``-th run) in a fresh interpreter (with
+    ``env``); its JSON line, or the error when it has none (crash, timeout)."""
     name = f"{step}-{articles}" + (f"-{repeat}" if repeat else "")
     argv = [sys.executable, "-m", "bench.scale_run", step, root, "--articles", str(articles)]
     argv += ["--seed", str(seed), *extra]
     started = time.perf_counter()
     with (logs / f"{name}.out").open("w") as out, (logs / f"{name}.err").open("w") as err:
-        proc = subprocess.Popen(argv, stdout=out, stderr=err, start_new_session=True)
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, start_new_session=True, env=env)
         try:
             proc.wait(timeout=timeout)
             timed_out = False
@@ -156,9 +169,11 @@ def outputs(root: Path) -> set[Path]:
 def bench(
     n: int, seed: int, work: Path, builders: list[str], timeout: float, keep: bool, repeat: int
 ) -> list[dict]:
-    """Prepare each root and run each builder on it ``repeat`` times, one process at a time; the
-    outputs of a builder's run are removed before its next run (its last run's stay: the
-    evaluation reads the benchmarks)."""
+    """Prepare each root and run each builder on it ``repeat`` times, one process at a time, each
+    attached to this process's Ray cluster; the outputs of a builder's run are removed before its
+    next run (its last run's stay: the evaluation reads the benchmarks)."""
+    env = {**os.environ, "RAY_ADDRESS": ray.get_runtime_context().gcs_address}
+    env.setdefault("RAY_AUTH_MODE", "token")  # as the cluster ray.init() started has it
     runs = []
     logs = work / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -168,7 +183,7 @@ def bench(
             log(f"[{dt.datetime.now():%H:%M:%S}] {step} at {size:,} articles, run {i + 1}: start")
             extra = () if step != "prepare" or SEARCHING & set(builders) else ("--no-index",)
             before = outputs(root) if step != "prepare" else set()
-            r = run_step(step, str(root), size, seed, logs, timeout, *extra, repeat=i)
+            r = run_step(step, str(root), size, seed, logs, timeout, *extra, repeat=i, env=env)
             rss = "-" if r["rss_mb"] is None else f"{r['rss_mb']:.0f} MB"
             log(
                 f"[{dt.datetime.now():%H:%M:%S}] {step} at {size:,} articles, run {i + 1}: end, {r['process_s']:.0f} s, {rss}, {outcome(r)}"
@@ -207,6 +222,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "args": vars(args),
     }
     result["load_before"] = os.getloadavg()
+    # one Ray cluster for every step (started here unless this process has one), as the demo
+    # shares one: a cluster a step cost each run a start and a stop of Ray's processes
+    own_ray = not ray.is_initialized()
+    ensure_ray(LLMConfig())
     started = time.perf_counter()
     if args.keep:
         work = Path(args.keep)
@@ -215,6 +234,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="augury-bench-scale-") as tmp:
             runs = bench(args.articles, args.seed, Path(tmp), builders, args.timeout, False, args.repeat)
     result.update(total_s=time.perf_counter() - started, load_after=os.getloadavg(), runs=runs)
+    if own_ray:
+        ray.shutdown()
     line = summary(runs, args.articles, builders)
     result["summary"] = line
     RESULTS.mkdir(exist_ok=True)

@@ -10,7 +10,8 @@ declare they read it (PROPHET, TCELongBench) and the evaluation do. A builder ru
 scripted backend (``bench.scale_scripts``) and the limits its registry entry declares
 (``pipelines.builders.Builder.scale``). Either way the last stdout line is one JSON object: the
 process's own peak RSS (``VmHWM``, read before anything is counted afterwards), its wall time,
-and the outcome (rows written) or the error.
+the outcome (rows written) or the error, and the Ray cluster it attached to (``RAY_ADDRESS``, set
+by ``bench.scale``; none for a step that needed no Ray).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import sys
 import time
 import traceback
 from typing import Any
+
+import ray
 
 from bench.retrieval import _peak_rss_mb
 from bench.scale_inputs import STORIES, TEST_START, hosts, questions_uri, write_inputs
@@ -101,6 +104,7 @@ def main(argv: list[str] | None = None) -> None:
         traceback.print_exc()
         out["error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
     out["rss_mb"] = _peak_rss_mb()
+    out["ray"] = ray.get_runtime_context().gcs_address if ray.is_initialized() else None
     out["wall_s"] = time.perf_counter() - started
     if out["unit"] == "eval items":
         out["rows"] = eval_items(args.root, args.step)

@@ -7,14 +7,16 @@ import json
 import re
 
 import pytest
+import ray
 
 from bench import scale
 
 N = 300
 
 
-@pytest.mark.ray
-def test_the_command_on_tiny_corpora_ends_with_its_summary_line(tmp_path, capsys, monkeypatch):
+def test_the_command_on_tiny_corpora_ends_with_its_summary_line(tmp_path, capsys, monkeypatch, ray_local):
+    """On the suite's Ray cluster: every step attaches to the cluster of the process running the
+    bench (it starts one when it has none)."""
     monkeypatch.setattr(scale, "RESULTS", tmp_path / "results")
     argv = ["--articles", str(N), "--only", "daily_oracle", "--repeat", "2", "--keep", str(tmp_path)]
     returned = scale.main(argv)
@@ -46,6 +48,8 @@ def test_the_command_on_tiny_corpora_ends_with_its_summary_line(tmp_path, capsys
         ("daily_oracle", 4 * N, 2),
     ]
     assert all(r[-2:] == ["eval", "items"] for r in runs if r[0] == "daily_oracle")  # not errors
+    suite = ray.get_runtime_context().gcs_address  # the builders' runs attached, started no Ray
+    assert [r["ray"] for r in results["runs"] if r["step"] == "daily_oracle"] == [suite] * 4
     for size in (N, 4 * N):  # the second run computed as much as the first: no cache served it
         computed = [
             re.search(r"LLM requests computed: ([\d,]+)", (tmp_path / "logs" / log).read_text()).group(1)
