@@ -11,9 +11,9 @@ sizes) and the article index built by the index job with the model-free ``hashin
 Then, on each root, OpenForecast, Daily Oracle, PROPHET, TCELongBench and the evaluation run end
 to end with the scripted backend (``bench.scale_scripts``), **each in its own process**
 (``bench.scale_run``), which reports its own peak RSS (``VmHWM``: the driver's; Ray workers are
-other processes) and wall time. Every step's driver attaches to one Ray cluster, started by the
-bench (or the one ``RAY_ADDRESS`` names), as the demo's steps do. Their limits are the demos' so the LLM work is the same at both
-sizes and only the reading around it can grow (each builder declares its own once, in its registry
+other processes) and wall time. Every step's driver attaches to one Ray cluster, started by
+the bench (or the one ``RAY_ADDRESS`` names), as the demo's steps do. Their limits are the
+demos' so the LLM work is the same at both sizes and only the reading around it can grow (each builder declares its own once, in its registry
 entry: ``pipelines.builders.Builder.scale``):
 
 * OpenForecast: ``--limit 4`` complex events (the 3 WCEP stories, 5 events each, at most 3
@@ -103,7 +103,7 @@ def run_step(
             if timed_out
             else f"exit {proc.returncode}: {' '.join(tail)[:300]}"
         )
-        result = {"step": step, "rows": None, "unit": None, "error": error, "wall_s": None}
+        result = {"step": step, "rows": None, "unit": None, "error": error, "wall_s": None, "ray": None}
     result.update(
         articles=articles, repeat=repeat, process_s=time.perf_counter() - started, exit=proc.returncode
     )
@@ -173,7 +173,6 @@ def bench(
     attached to this process's Ray cluster; the outputs of a builder's run are removed before its
     next run (its last run's stay: the evaluation reads the benchmarks)."""
     env = {**os.environ, "RAY_ADDRESS": ray.get_runtime_context().gcs_address}
-    env.setdefault("RAY_AUTH_MODE", "token")  # as the cluster ray.init() started has it
     runs = []
     logs = work / "logs"
     logs.mkdir(parents=True, exist_ok=True)

@@ -12,11 +12,11 @@ Steps (named in the logs as ``stage=…``):
    rows it has when its files are the same: the rerun embeds only the documents missing.
 2. **embed**: Ray Data reads the partitions (the needed columns only), turns them into index
    documents (``udfs.index_docs``) in blocks of at most ``--batch-size`` documents and embeds
-   them on an actor pool (``--embed-actors``; ``--embed-gpus`` per actor on a GPU cluster):
-   ``embed``.
+   them on an actor pool (``--embed-actors``; ``--embed-gpus`` per actor on a GPU cluster; a
+   model-free hashing encoder in tasks): ``embed``.
 3. **write**: the rows of the changed partitions are deleted, the new ones appended as they
    stream out of Ray Data (the driver holds counts, never articles), and the days written are
-   checked and recorded every tenth of the work (a batch appended twice by a retried writer
+   checked and recorded every tenth of the work (a batch appended twice by a retried append
    fails the run); for the articles table, the strict statistics of the changed days are counted
    whole, several days a task (``statistics``); then the indexes are brought up to date:
    full-text (BM25) on ``text`` and on ``title`` (``bm25_title``; a table built before it gets

@@ -11,12 +11,12 @@
    vectors (``articles``, the passage tables of ``--passage-vectors``) are embedded; the others
    pass. Left out of the stream when no table of the run wants vectors: no model is loaded. A
    model-free ``hashing-<dim>`` encoder embeds in tasks instead, with no actor.
-3. **append** (one actor, no CPU): each table's rows added to it, up to ``WRITE_ROWS`` rows an
-   ``add``, passing on only counts, so the driver never holds articles.
+3. **append** (tasks one at a time, in order, no CPU): each table's rows added to it, up to
+   ``WRITE_ROWS`` rows an ``add``, passing on only counts, so the driver never holds articles.
 
-One execution reads each partition once and starts one set of actors (a stream a table cost a
-model load, a writer and a read of the corpus each). At the end the driver checks each table's
-rows of its days (a batch appended twice by a retried writer fails the run) and records them done
+One execution reads each partition once and loads the model once (a stream a table cost a model
+load, a writer and a read of the corpus each). At the end the driver checks each table's rows of
+its days (a batch appended twice by a retried append fails the run) and records them done
 (``manifest.Record``). A run that resumes days an unfinished run began keeps their rows: each read
 task looks up the ids its resumed days have in each table and leaves those documents out, so
 nothing is embedded twice.
@@ -144,7 +144,7 @@ def _missing(docs: pa.Table, root: str, name: str, resumed: list[str]) -> pa.Tab
 
 def with_vectors(rows: pa.Table, encoder: str, tables: frozenset[str]) -> pa.Table:
     """``rows`` with a ``vector`` column: the embeddings of the rows of ``tables`` (zeros for the
-    others, which the writer does not store)."""
+    others, which are stored without one)."""
     from udfs.embeddings import embed
 
     dim = embed([], encoder).shape[1]  # loads a model once per process
@@ -170,49 +170,40 @@ class Embedder:
         return with_vectors(rows, self.encoder, self.tables)
 
 
-class Writer:
-    """Ray Data actor (one a run): appends each table's rows to it (the statistics' to
-    ``term_days`` and ``day_sizes``), creating it on its first rows; passes on the rows written
-    per table and the articles done."""
-
-    def __init__(self, root: str, encoder: str, vectors: frozenset[str]) -> None:
-        self.root, self.encoder, self.vectors = root, encoder, vectors
-        self.tables: dict = {}  # name → open table
-
-    def __call__(self, rows: pa.Table) -> pa.Table:
-        written: dict[str, int] = {}
-        for name in sorted(set(rows["_table"].to_pylist())):
-            part = rows.filter(pc.equal(rows["_table"], name))
-            out = statistics_rows(part) if name == STATISTICS else {name: part}
-            for table, add in out.items():
-                self._add(table, add)
-                written[table] = add.num_rows
-        return pa.table(
-            {
-                "table": list(written),
-                "rows": list(written.values()),
-                "done": [int(pc.sum(rows["_done"]).as_py() or 0)] + [0] * (len(written) - 1),
-            },
-            schema=pa.schema([("table", pa.string()), ("rows", pa.int64()), ("done", pa.int64())]),
-        )
-
-    def _add(self, name: str, rows: pa.Table) -> None:
-        if name not in self.tables:
-            db = connect(self.root)
-            if name in db.list_tables().tables:
-                self.tables[name] = db.open_table(name)
+def append(rows: pa.Table, root: str, encoder: str, vectors: frozenset[str]) -> pa.Table:
+    """Ray Data task (one at a time, in stream order): appends each table's rows to it (the
+    statistics' to ``term_days`` and ``day_sizes``), creating it on its first rows; passes on the
+    rows written per table and the articles done. A task, not an actor: Ray reuses its worker,
+    where a writer actor was a process started (and its imports paid) for every run."""
+    db = connect(root)
+    there = set(db.list_tables().tables)
+    written: dict[str, int] = {}
+    for name in sorted(set(rows["_table"].to_pylist())):
+        part = rows.filter(pc.equal(rows["_table"], name))
+        out = statistics_rows(part) if name == STATISTICS else {name: part}
+        for table, add in out.items():
+            if table in there:
+                opened = db.open_table(table)
             else:
-                self.tables[name] = db.create_table(
-                    name, schema=self._schema(name, rows), data_storage_version=STORAGE_VERSION
-                )
-        table = self.tables[name]
-        table.add(rows.select(table.schema.names).cast(table.schema))
+                schema = _schema(table, add, encoder, vectors)
+                opened = db.create_table(table, schema=schema, data_storage_version=STORAGE_VERSION)
+            opened.add(add.select(opened.schema.names).cast(opened.schema))
+            written[table] = add.num_rows
+    return pa.table(
+        {
+            "table": list(written),
+            "rows": list(written.values()),
+            "done": [int(pc.sum(rows["_done"]).as_py() or 0)] + [0] * (len(written) - 1),
+        },
+        schema=pa.schema([("table", pa.string()), ("rows", pa.int64()), ("done", pa.int64())]),
+    )
 
-    def _schema(self, name: str, rows: pa.Table) -> pa.Schema:
-        if name in STATISTICS_TABLES:
-            return rows.schema
-        dim = rows.schema.field("vector").type.list_size if name in self.vectors else None
-        return index_schema(dim, passages=name != TABLE).with_metadata({"encoder": self.encoder})
+
+def _schema(name: str, rows: pa.Table, encoder: str, vectors: frozenset[str]) -> pa.Schema:
+    if name in STATISTICS_TABLES:
+        return rows.schema
+    dim = rows.schema.field("vector").type.list_size if name in vectors else None
+    return index_schema(dim, passages=name != TABLE).with_metadata({"encoder": encoder})
 
 
 def stream(
@@ -280,13 +271,13 @@ def stream(
         1 / w.words for w in work.values() if w.words
     )
     counts = rows.map_batches(
-        Writer,
-        fn_constructor_args=(root, config.encoder, vectors),
+        append,
+        fn_kwargs={"root": root, "encoder": config.encoder, "vectors": vectors},
         batch_size=min(WRITE_ROWS, max(config.batch_size, int(foreseen) // 20)),
         batch_format="pyarrow",
-        compute=ray.data.ActorPoolStrategy(size=1),
-        # the one writer mostly waits on storage; holding a CPU, it left a 2-CPU cluster none for
-        # the read tasks, and the job waited forever
+        compute=ray.data.TaskPoolStrategy(size=1),  # one append at a time, in the stream's order
+        # a writer mostly waits on storage; holding a CPU, it left a 2-CPU cluster none for the
+        # read tasks, and the job waited forever
         num_cpus=0,
         runtime_env=worker_env(),
     )
@@ -309,8 +300,8 @@ def stream(
 def _check(
     record: Record, root: str, work: dict[str, Work], days: dict[str, Partition], expected: dict
 ) -> None:
-    """Record each table's days done once its rows of them are those kept and written. Ray Data
-    restarts a failed writer and retries its batch, which may already be in the table: then the
+    """Record each table's days done once its rows of them are those kept and written. Ray
+    retries an append whose worker died, and its batch may already be in the table: then the
     table's days are left to be redone whole (not resumed) by the next run."""
     db = connect(root)
     wrong = []

@@ -38,28 +38,27 @@ ROWS = [
 ]
 PASSAGES = sum(len(pack_passages(text, WORDS)) for *_, text in ROWS)
 CONFIG = {"encoder": "hashing-64", "passage_words": (WORDS,), "passage_vectors": (WORDS,), "batch_size": 8}
-# The killed run: its writer stops (as a killed process would) once it has appended more than half
-# of the passages, so the kill falls inside every table's rows (an article's documents go together).
+# The killed run: its appends stop (as a killed process would) once the table holds more than
+# half of the passages, so the kill falls inside every table's rows (an article's documents go
+# together).
 SCRIPT = f"""
 import sys, time
-import pyarrow.compute as pc
 import ray
 from pipelines.index import embed
 from pipelines.index.build import run
 from pipelines.index.config import Config
+from pipelines.index.tables import connect
 from udfs.report import log_to_stderr
 
-class StoppingWriter(embed.Writer):
-    appended = 0
+once = embed.append
 
-    def __call__(self, rows):
-        out = super().__call__(rows)
-        StoppingWriter.appended += pc.sum(pc.equal(rows["_table"], "passages_{WORDS}")).as_py() or 0
-        while StoppingWriter.appended > {PASSAGES // 2}:
-            time.sleep(1)
-        return out
+def stopping(rows, **kwargs):
+    out = once(rows, **kwargs)
+    while connect(kwargs["root"]).open_table("passages_{WORDS}").count_rows() > {PASSAGES // 2}:
+        time.sleep(1)
+    return out
 
-embed.Writer = StoppingWriter
+embed.append = stopping
 embed.READ_BYTES = 1  # a read task a day
 log_to_stderr()
 ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")

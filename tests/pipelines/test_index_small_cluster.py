@@ -1,4 +1,5 @@
-"""The index job on the smallest Ray cluster it supports: two CPUs, one embedding actor.
+"""The index job on the smallest Ray cluster it supports: two CPUs, one embedding actor (the
+bundled model's; a hashing encoder embeds in tasks).
 
 Run in a process of its own, which starts its own two-CPU cluster (the suite's shares four). The
 job used to wait forever there: the embedding actor and the writer actor held a CPU each and no
@@ -30,7 +31,7 @@ from tests.pipelines.test_index import PROBES
 root = sys.argv[1]
 write_articles(root, PROBES)
 ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
-summary = run(Config(root=root, encoder="hashing-384", passage_words=()))
+summary = run(Config(root=root, passage_words=()))  # the bundled model: an embedding actor
 print(json.dumps({"written": summary.rows_written, "read": summary.rows_read}))
 """
 
