@@ -5,8 +5,8 @@
    title + lead for ``articles``, passages for ``passages_<N>`` — and, for the strict statistics,
    one row a day (``statistics.day_rows``), all in one table of rows (``STREAM``, ``_table`` naming
    each row's table). An article's documents follow each other, so progress counts articles. The
-   rows leave the task in blocks of at most ``--batch-size`` (a streaming repartition fused into
-   the task), so an embedding call is bounded in what it embeds, whatever the articles' length.
+   rows leave the task in blocks of at most ``--batch-size`` (a streaming repartition after the
+   task), so an embedding call is bounded in what it embeds, whatever the articles' length.
 2. **embed** (actor pool, ``--embed-actors``, ``--embed-gpus``): the rows of the tables that hold
    vectors (``articles``, the passage tables of ``--passage-vectors``) are embedded; the others
    pass. Left out of the stream when no table of the run wants vectors: no model is loaded. A

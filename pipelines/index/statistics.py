@@ -4,8 +4,8 @@ summed over a window by strict and tfidf searches.
 ``term_days`` holds one row per day and term (the day's document frequency) and ``day_sizes`` one
 row per day (documents, tokens), whatever the batches of the embedding stage were: each changed
 day is counted whole by the read task that makes its documents (``day_rows``: a read task holds
-whole days), and travels to the index job's one writer as a single row, which appends the
-``statistics_rows`` in bulk with the documents.
+whole days), and travels to the index job's appends as a single row, whose ``statistics_rows``
+are appended in bulk with the documents.
 
 A window ``[since, cutoff)`` sums the rows of its whole days; a first or last day cut by a time of
 day is counted from the indexed text of its articles in the window (``WindowStatistics``).
