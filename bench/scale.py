@@ -13,8 +13,8 @@ to end with the scripted backend (``bench.scale_scripts``), **each in its own pr
 (``bench.scale_run``), which reports its own peak RSS (``VmHWM``: the driver's; Ray workers are
 other processes) and wall time. Every step's driver attaches to one Ray cluster, started by
 the bench (or the one ``RAY_ADDRESS`` names), as the demo's steps do. Their limits are the
-demos' so the LLM work is the same at both sizes and only the reading around it can grow (each builder declares its own once, in its registry
-entry: ``pipelines.builders.Builder.scale``):
+demos' so the LLM work is the same at both sizes and only the reading around it can grow (each
+builder declares its own once, in its registry entry: ``pipelines.builders.Builder.scale``):
 
 * OpenForecast: ``--limit 4`` complex events (the 3 WCEP stories, 5 events each, at most 3
   documents, and 1 Wikipedia page), one timeline sample, 120 words a document;
