@@ -52,9 +52,13 @@ from udfs.report import log_to_stderr
 
 once = embed.append
 
+def passages(root):  # in the workers: no passage table before the first passage is appended
+    db = connect(root)
+    return db.open_table("passages_{WORDS}").count_rows() if "passages_{WORDS}" in db.list_tables().tables else 0
+
 def stopping(rows, **kwargs):
     out = once(rows, **kwargs)
-    while connect(kwargs["root"]).open_table("passages_{WORDS}").count_rows() > {PASSAGES // 2}:
+    while passages(kwargs["root"]) > {PASSAGES // 2}:
         time.sleep(1)
     return out
 
