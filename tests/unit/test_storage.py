@@ -1,4 +1,5 @@
 import datetime as dt
+import pickle
 
 import pyarrow as pa
 import pytest
@@ -57,6 +58,18 @@ def test_s3_round_trip_keeps_partitions(s3_root):
     assert sorted(back.column("published_date").to_pylist(), key=str) == [dt.date(2022, 9, 15), None]
     storage.mark_done(uri, {"rows": 2})
     assert storage.is_done(uri) and storage.read_marker(uri)["rows"] == 2
+
+
+def test_s3_calls_in_a_process_share_one_client_per_set_of_options(s3_root, monkeypatch):
+    """A new S3 filesystem builds a botocore client (about a quarter of a CPU-second): the calls
+    of one process, and a task's unpickled copy of a filesystem, reuse the one their options
+    made; other credentials get their own."""
+    first = storage.filesystem(s3_root)[0].handler.fs
+    storage.write_bytes(storage.join(s3_root, "x"), b"1")
+    assert storage.filesystem(storage.join(s3_root, "x"))[0].handler.fs is first
+    assert pickle.loads(pickle.dumps(storage.filesystem(s3_root)[0])).handler.fs is first
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "another")
+    assert storage.filesystem(s3_root)[0].handler.fs is not first
 
 
 @pytest.mark.s3
