@@ -61,10 +61,10 @@ def local_path(uri: str) -> str:
 def s3_filesystem_options() -> dict[str, Any]:
     """Options for s3fs: honour ``AWS_ENDPOINT_URL`` (MinIO, moto) and never cache listings.
     Keys given in the environment are passed explicitly, so a filesystem pickled to a Ray or
-    Spark worker reaches S3 as the driver does, whatever the worker's environment. Instances are
-    cached (fsspec keys them by process, thread and these options): a new one builds a botocore
-    client, parsing S3's service model and making TLS contexts, which cost more CPU than the
-    small requests most calls here make."""
+    Spark worker reaches S3 as the driver does, whatever the worker's environment. fsspec's
+    instance cache gives a process one filesystem per set of options, shared by its threads: a
+    new one builds a botocore client (S3's service model parsed, TLS contexts made), about a
+    quarter of a CPU-second, more than the small requests most calls here make."""
     options: dict[str, Any] = {"use_listings_cache": False}
     endpoint = os.environ.get("AWS_ENDPOINT_URL")
     if endpoint:

@@ -1,5 +1,6 @@
 import datetime as dt
 import pickle
+from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pytest
@@ -62,11 +63,14 @@ def test_s3_round_trip_keeps_partitions(s3_root):
 
 def test_s3_calls_in_a_process_share_one_client_per_set_of_options(s3_root, monkeypatch):
     """A new S3 filesystem builds a botocore client (about a quarter of a CPU-second): the calls
-    of one process, and a task's unpickled copy of a filesystem, reuse the one their options
-    made; other credentials get their own."""
+    of one process, its thread pools' and a task's unpickled copy of a filesystem reuse the one
+    their options made; other credentials get their own."""
     first = storage.filesystem(s3_root)[0].handler.fs
     storage.write_bytes(storage.join(s3_root, "x"), b"1")
     assert storage.filesystem(storage.join(s3_root, "x"))[0].handler.fs is first
+    with ThreadPoolExecutor(2) as pool:
+        assert set(pool.map(lambda _: storage.filesystem(s3_root)[0].handler.fs, range(4))) == {first}
+    assert storage.open_input(storage.join(s3_root, "x")).fs is first
     assert pickle.loads(pickle.dumps(storage.filesystem(s3_root)[0])).handler.fs is first
     monkeypatch.setenv("AWS_SESSION_TOKEN", "another")
     assert storage.filesystem(s3_root)[0].handler.fs is not first
