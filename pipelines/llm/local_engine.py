@@ -100,12 +100,14 @@ class LocalEngine:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         from pipelines.llm.local_model import model_path
+        from udfs.report import quiet_model_loading
 
         # One core stays free for Ray Data and the driver: torch's spinning OpenMP threads slow
         # down by an order of magnitude when they have to share cores.
         torch.set_num_threads(threads or max(1, (os.cpu_count() or 2) - 1))
         path = model_path(model_dir)
         started = time.time()
+        quiet_model_loading()
         self.tokenizer = AutoTokenizer.from_pretrained(path)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:

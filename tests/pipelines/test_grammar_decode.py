@@ -153,3 +153,15 @@ def test_the_embedded_models_constrained_answers_are_the_same_with_the_small_hea
     prompts = ["Score the article on the seven principles.\n*Question 1*", "Rate each answer.\n*Question 1*"]
     full = small_and_full(engine, monkeypatch, prompts, 60, form)
     assert all(r["generated_text"].startswith("\n## Correctness\n- Point: ") for r in full)
+
+
+@pytest.mark.llm
+def test_loading_the_engine_draws_no_progress_bar_in_a_log(local_model_dir, capfd):
+    """Where stderr is no terminal (a job's log, a Ray worker's), loading the model draws no
+    transformers progress bar: in a log, each redraw is a line."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.enable_progress_bar()
+    LocalEngine(str(local_model_dir), threads=1)
+    assert "Loading weights" not in capfd.readouterr().err
+    assert not hf_logging.is_progress_bar_enabled()
