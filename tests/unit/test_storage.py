@@ -70,7 +70,8 @@ def test_s3_calls_in_a_process_share_one_client_per_set_of_options(s3_root, monk
     assert storage.filesystem(storage.join(s3_root, "x"))[0].handler.fs is first
     with ThreadPoolExecutor(2) as pool:
         assert set(pool.map(lambda _: storage.filesystem(s3_root)[0].handler.fs, range(4))) == {first}
-    assert storage.open_input(storage.join(s3_root, "x")).fs is first
+    with storage.open_input(storage.join(s3_root, "x")) as f:
+        assert f.fs is first
     assert pickle.loads(pickle.dumps(storage.filesystem(s3_root)[0])).handler.fs is first
     monkeypatch.setenv("AWS_SESSION_TOKEN", "another")
     assert storage.filesystem(s3_root)[0].handler.fs is not first
