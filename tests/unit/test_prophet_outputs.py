@@ -45,6 +45,14 @@ def test_query_lists_fit_their_budget(items, words, tokens):
     assert outputs.query_shape(2, 8, 16) == (2, 2)  # the demo: 2 queries, 16 new tokens
 
 
+def test_the_declared_letters_are_word_characters():
+    """× and ÷ sit inside À–ɏ: a query of them matched the declared form, then had no word to
+    parse (hypothesis found ``÷"]``)."""
+    pattern = re.compile(outputs.query_regex(3, 4, 64))
+    assert not pattern.fullmatch('÷"]') and not pattern.fullmatch('Dow ×"]')
+    assert pattern.fullmatch('São Paulo", "Zürich"]')
+
+
 @given(st.from_regex(outputs.query_regex(3, 4, 64), fullmatch=True))
 @FUZZ
 def test_every_declared_query_list_parses(text):

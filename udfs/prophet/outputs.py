@@ -31,8 +31,8 @@ _PROBABILITY = r"\*(0(\.[0-9]{1,2})?|1(\.0{1,2})?)\*"
 
 
 def _class(excluded: str = "", extras: bool = True) -> str:
-    """A character class: ASCII letters but ``excluded`` (either case), Latin letters À–ɏ, and
-    with ``extras`` the characters of ``_EXTRA``."""
+    """A character class: ASCII letters but ``excluded`` (either case), the Latin letters of
+    À–ɏ (not × and ÷, which sit in that range), and with ``extras`` the characters of ``_EXTRA``."""
     keep = [c for c in string.ascii_letters if c.lower() not in excluded]
     runs: list[str] = []
     for c in keep:
@@ -41,7 +41,7 @@ def _class(excluded: str = "", extras: bool = True) -> str:
         else:
             runs.append(c)
     body = "".join(r if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
-    return f"[{body}À-ɏ{_EXTRA if extras else ''}]"
+    return f"[{body}À-ÖØ-öø-ɏ{_EXTRA if extras else ''}]"
 
 
 def word_except(words: tuple[str, ...], prefix: str = "") -> str:
