@@ -29,7 +29,7 @@ WORDS = 8  # passage size: each article makes several
 ROWS = [
     (
         f"a{n:03d}",
-        START + dt.timedelta(days=n // 2, hours=n % 2),
+        START + dt.timedelta(days=n // 4, hours=n % 4),
         f"Story {n}",
         f"The harbour board met on day {n}.\nFerries {n} ran late again and the council asked why.\n"
         f"Crews said storms on day {n} closed the quay for hours.",
