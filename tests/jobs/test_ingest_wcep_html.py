@@ -23,6 +23,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "wcep"
 ARCHIVE = "wcep_portal_daily_html_2025-09_2026-08"
 FEED = "wp_current_events_2026-08"
 FILLER_LINES = 300
+S3_DAYS = 12  # the archive's first days, before any day of the feed
 
 
 def write_truncated_jsonl(path: Path) -> None:
@@ -145,19 +146,35 @@ def test_unknown_input_kinds_are_refused_before_any_work(tmp_path):
 
 
 @pytest.mark.s3
-def test_inputs_and_root_on_s3(spark, shared_data, s3_root):
+def test_inputs_and_root_on_s3(html_run, spark, shared_data, s3_root):
     """Inputs are read in the tasks and the tables written from them: nothing goes through the
-    driver's disk (with no s3a, the executors write the Parquet files themselves)."""
-    inputs = []
-    for path in (shared_data / "wcep" / f"{ARCHIVE}.jsonl.gz", FIXTURES / "damaged_days.jsonl"):
-        uri = storage.join(s3_root, "inputs", path.name)
-        storage.write_bytes(uri, path.read_bytes())
-        inputs.append(uri)
+    driver's disk (with no s3a, the executors write the Parquet files themselves). The archive's
+    first days (a file a day partition each, so a few keep the S3 round trips short) and the
+    broken pages give the rows the local run gives for them."""
+    with gzip.open(shared_data / "wcep" / f"{ARCHIVE}.jsonl.gz", "rt", encoding="utf-8") as f:
+        lines = [next(f) for _ in range(S3_DAYS)]
+    days = {date.fromisoformat(json.loads(line)["date"]) for line in lines}
+    archive = storage.join(s3_root, "inputs", f"{ARCHIVE}.jsonl.gz")
+    storage.write_bytes(archive, gzip.compress("".join(lines).encode()))
+    damaged = storage.join(s3_root, "inputs", "damaged_days.jsonl")
+    storage.write_bytes(damaged, (FIXTURES / "damaged_days.jsonl").read_bytes())
     root = storage.join(s3_root, "root")
-    summary = ingest_wcep_html.run(ingest_wcep_html.Config(root=root, inputs=inputs), spark)
-    assert summary.reconciles and summary.rows_written == 285
+    summary = ingest_wcep_html.run(ingest_wcep_html.Config(root=root, inputs=[archive, damaged]), spark)
+    assert summary.reconciles and summary.rows_written == len(days) == S3_DAYS
     assert storage.count_rows(WCEP_EVENTS.uri(root)) == summary.metrics["events written"]
     assert storage.count_rows(SOURCE_REJECTED.uri(root)) == summary.rows_rejected
+
+    def by_id(rows: list[dict]) -> list[dict]:
+        return sorted(rows, key=lambda r: r["event_id"])
+
+    local = WCEP_EVENTS.read(html_run[0]).to_pylist()
+    expected = by_id([e for e in local if e["date"] in days])
+    assert expected and by_id(WCEP_EVENTS.read(root).to_pylist()) == expected
+    rejected = [(r["input"], r["item"], r["reason"]) for r in SOURCE_REJECTED.read(root).to_pylist()]
+    local_rejected = SOURCE_REJECTED.read(html_run[0]).to_pylist()
+    assert Counter(rejected) == Counter(
+        (r["input"], r["item"], r["reason"]) for r in local_rejected if r["input"] == "damaged_days"
+    )
 
 
 def test_a_file_gone_before_it_is_read_is_unreadable_not_damaged(spark, tmp_path, monkeypatch):
