@@ -10,6 +10,9 @@
 2. Structured output on the embedded engine: the same stage unconstrained, with a regex and with a
    JSON schema (xgrammar masks every step; grammars compiled during the warm-up), in generated
    tokens/s. Every run uses a fresh request cache.
+3. The LM head's order (``grammar_decode.FewRowsHead``): the engine answers batches of 2, 4 and 8
+   greedy free-text requests with its head, then with the model's own ``nn.Linear`` head, on
+   the same engine; seconds of each and whether the answers are the same.
 
 Results go to ``bench/results/llm_local.json``; the last line printed is one JSON object.
 """
@@ -100,6 +103,50 @@ def stage_run(
     }
 
 
+def head_order(prompts: list[str], max_tokens: int) -> dict[str, dict]:
+    """Per batch size: the engine's answer time with its head and with the model's own, after a
+    warm-up of each, and whether the two gave the same text."""
+    from pipelines.llm.local_engine import LocalEngine
+    from udfs.llm_rows import REQUEST_SCHEMA
+
+    engine = LocalEngine()
+    ours = engine.model.lm_head
+    plain = torch_linear(ours.weight)
+    results = {}
+    for rows in (2, 4, 8):
+        batch = pa.Table.from_pylist(
+            [
+                {"request_key": str(k), "prompt_text": text, "mode": "generate", "temperature": 0.0}
+                | {"top_p": 1.0, "max_tokens": max_tokens, "seed": 0, "stop": None, "structured": None}
+                for k, text in enumerate(prompts[:rows])
+            ],
+            schema=REQUEST_SCHEMA,
+        )
+        timed = {}
+        for name, head in (("plain", plain), ("engine", ours)):
+            engine.model.lm_head = head
+            engine.run(batch)
+            started = time.time()
+            answers = engine.run(batch).column("generated_text").to_pylist()
+            timed[name] = (time.time() - started, answers)
+        engine.model.lm_head = ours
+        results[str(rows)] = {
+            "engine_s": round(timed["engine"][0], 3),
+            "plain_s": round(timed["plain"][0], 3),
+            "same_text": timed["engine"][1] == timed["plain"][1],
+        }
+    return results
+
+
+def torch_linear(weight):
+    """The model's own kind of head over ``weight`` (shared, bias-free)."""
+    import torch
+
+    head = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=False)
+    head.weight = weight
+    return head
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -122,6 +169,7 @@ def main(argv: list[str] | None = None) -> None:
     ours = stage_run(table, args.max_tokens, llm)
     naive = naive_loop(prompts, args.max_tokens, str(embedded_model_dir()))
     constrained = {name: stage_run(table, args.max_tokens, llm, c) for name, c in CONSTRAINTS.items()}
+    heads = head_order(prompts, 3 * args.max_tokens)
     rows = []
     for name, r in (("naive loop", naive), ("augury stage", ours)):
         rows.append(
@@ -146,8 +194,15 @@ def main(argv: list[str] | None = None) -> None:
     speed = {name: r["generated_tokens"] / r["seconds"] for name, r in constrained.items()}
     for name, r in constrained.items():
         print(f"{name:<14}{speed[name]:>11.1f}{r['generated_tokens']:>8}{r['seconds']:>10.1f}")
+    print(f"\nthe engine's LM head against the model's own, greedy, {3 * args.max_tokens} new tokens")
+    print(f"{'rows':<6}{'engine s':>10}{'plain s':>9}{'ratio':>7}  same text")
+    for rows, h in heads.items():
+        print(
+            f"{rows:<6}{h['engine_s']:>10.2f}{h['plain_s']:>9.2f}{h['plain_s'] / h['engine_s']:>7.2f}  {h['same_text']}"
+        )
     summary = {
         "stage_vs_naive_requests_per_s": round(ratio, 3),
+        "head_plain_vs_engine_4_rows": round(heads["4"]["plain_s"] / heads["4"]["engine_s"], 3),
         "unconstrained_tok_s": round(speed["unconstrained"], 2),
         "regex_tok_s": round(speed["regex"], 2),
         "json_tok_s": round(speed["json"], 2),
@@ -157,7 +212,9 @@ def main(argv: list[str] | None = None) -> None:
     out = Path("bench/results")
     out.mkdir(parents=True, exist_ok=True)
     (out / "llm_local.json").write_text(
-        json.dumps({"naive": naive, "stage": ours, "structured": constrained, **summary}, indent=2)
+        json.dumps(
+            {"naive": naive, "stage": ours, "structured": constrained, "heads": heads, **summary}, indent=2
+        )
     )
     print(json.dumps(summary))
 

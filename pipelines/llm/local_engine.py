@@ -114,6 +114,10 @@ class LocalEngine:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
         self.model.eval()
+        if self.model.lm_head.bias is None:  # the faster order for a few rows (grammar_decode)
+            from pipelines.llm.grammar_decode import FewRowsHead
+
+            self.model.lm_head = FewRowsHead(self.model.lm_head)
         self.max_input_tokens = max_input_tokens
         eos = self.model.generation_config.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}

@@ -1,4 +1,5 @@
-"""The LM head of greedy decoding (``pipelines.llm.grammar_decode.AllowedHead``): it computes only
+"""The engine's LM heads (``pipelines.llm.grammar_decode``): the full head's order for a few rows
+(``FewRowsHead``), and the head of greedy decoding (``AllowedHead``): it computes only
 the candidate tokens' logits (the allowed ones when a step allows few, else those the bfloat16
 screen keeps), falls back to the full head on a near tie or a large set, and the embedded model's
 answers, constrained or free, are the same with it as without it."""
@@ -54,6 +55,28 @@ def test_a_near_tie_or_a_large_set_computes_the_full_head(monkeypatch):
     monkeypatch.setattr(grammar_decode, "LIMIT", 1)
     large = AllowedHead(head, Sets([0, 2]))  # a clear lead, but more tokens than LIMIT
     assert torch.equal(large(hidden), head(hidden)) and large.small_steps == 0
+
+
+@pytest.mark.parametrize("rows", [1, 2, 5, 8, 9, 16])
+def test_the_full_head_takes_the_other_order_for_a_few_rows_only(rows):
+    """``FewRowsHead``: the linear product in either order (the same logits up to rounding, the
+    same shape), ``weight @ hiddenᵀ`` exactly for 2 to 8 rows and ``nn.Linear``'s otherwise."""
+    generator = torch.Generator().manual_seed(rows)
+    linear = torch.nn.Linear(64, 1000, bias=False)
+    linear.weight.data = torch.randn(1000, 64, generator=generator)
+    head = grammar_decode.FewRowsHead(linear)
+    hidden = torch.randn(rows, 1, 64, generator=generator)
+    logits = head(hidden)
+    assert logits.shape == (rows, 1, 1000) and torch.allclose(logits, linear(hidden), rtol=1e-5, atol=1e-4)
+    assert logits.is_contiguous()  # xgrammar masks the logits in place, as laid out in memory
+    other = (linear.weight @ hidden[:, 0].T).T[:, None]
+    assert torch.equal(logits, other if 2 <= rows <= 8 else linear(hidden))
+    assert head.weight is linear.weight  # the model's weight (tied to its embeddings), not a copy
+
+
+def test_a_head_with_a_bias_is_refused():
+    with pytest.raises(ValueError, match="bias-free"):
+        grammar_decode.FewRowsHead(torch.nn.Linear(4, 8))
 
 
 def test_a_prompt_pass_over_several_positions_computes_the_full_head():
@@ -130,7 +153,7 @@ def small_and_full(
     assert [(r["generated_text"], r["output_tokens"]) for r in with_small] == [
         (r["generated_text"], r["output_tokens"]) for r in full
     ]
-    assert type(engine.model.lm_head) is torch.nn.Linear  # the model's own head is back
+    assert type(engine.model.lm_head) is grammar_decode.FewRowsHead  # the engine's own head is back
     return full
 
 
