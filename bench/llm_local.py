@@ -142,7 +142,8 @@ def torch_linear(weight):
     """The model's own kind of head over ``weight`` (shared, bias-free)."""
     import torch
 
-    head = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=False)
+    # on the meta device: no 671 MB weight of its own before ``weight`` replaces it
+    head = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=False, device="meta")
     head.weight = weight
     return head
 

@@ -159,7 +159,7 @@ class FewRowsHead(torch.nn.Module):
 
 
 class AllowedHead(torch.nn.Module):
-    """The LM head of a greedy batch (module docstring): ``head`` is the model's own (bias-free),
+    """The LM head of a greedy batch (module docstring): ``head`` is the engine's full head (bias-free),
     ``mask`` the batch's grammar (None for free text), ``screen`` the engine's bfloat16 copy (None
     without one). ``small_steps`` counts the steps the small product answered."""
 
