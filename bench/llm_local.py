@@ -13,6 +13,10 @@
 3. The LM head's order (``grammar_decode.FewRowsHead``): the engine answers batches of 2, 4 and 8
    greedy free-text requests with its head, then with the model's own ``nn.Linear`` head, on
    the same engine; seconds of each and whether the answers are the same.
+4. A shared opening (``shared_prefix``): four TCELongBench key-point prompts (the same ~730
+   tokens of rules and examples, four summaries) answered by the engine with the opening
+   computed once, then as the plain padded batch a ``generate`` call makes; seconds of each and
+   whether the answers are the same.
 
 Results go to ``bench/results/llm_local.json``; the last line printed is one JSON object.
 """
@@ -138,6 +142,45 @@ def head_order(prompts: list[str], max_tokens: int) -> dict[str, dict]:
     return results
 
 
+def shared_opening(max_tokens: int) -> dict[str, float | bool]:
+    """Four key-point prompts that differ after the examples, answered with and without
+    ``shared_prefix`` (each after a warm-up)."""
+    from pipelines.llm import shared_prefix
+    from pipelines.llm.local_engine import LocalEngine
+    from udfs.llm_rows import REQUEST_SCHEMA
+    from udfs.prompts import load_prompt
+
+    engine = LocalEngine()
+    prompt = load_prompt("tcelongbench.key_points")
+    texts = [
+        prompt.render({"summary": f"{lead} {prompt.example['summary']}"}).plain_text()
+        for lead in ("Monday:", "From the wire, late edition:", "Update.", "Reported by a local paper:")
+    ]
+    batch = pa.Table.from_pylist(
+        [
+            {"request_key": str(k), "prompt_text": text, "mode": "generate", "temperature": 0.0}
+            | {"top_p": 1.0, "max_tokens": max_tokens, "seed": 0, "stop": None, "structured": None}
+            for k, text in enumerate(texts)
+        ],
+        schema=REQUEST_SCHEMA,
+    )
+    timed = {}
+    for name, least in (("plain", 10**9), ("shared", shared_prefix.MIN_SHARED)):
+        shared_prefix.MIN_SHARED = least
+        engine.run(batch)
+        started = time.time()
+        answers = engine.run(batch).column("generated_text").to_pylist()
+        timed[name] = (time.time() - started, answers)
+    ids = [engine.tokenizer(t)["input_ids"] for t in texts]
+    return {
+        "prompt_tokens": sum(len(i) for i in ids),
+        "shared_tokens": shared_prefix.shared_length(ids),
+        "shared_s": round(timed["shared"][0], 3),
+        "plain_s": round(timed["plain"][0], 3),
+        "same_text": timed["shared"][1] == timed["plain"][1],
+    }
+
+
 def torch_linear(weight):
     """The model's own kind of head over ``weight`` (shared, bias-free)."""
     import torch
@@ -171,6 +214,7 @@ def main(argv: list[str] | None = None) -> None:
     naive = naive_loop(prompts, args.max_tokens, str(embedded_model_dir()))
     constrained = {name: stage_run(table, args.max_tokens, llm, c) for name, c in CONSTRAINTS.items()}
     heads = head_order(prompts, 3 * args.max_tokens)
+    opening = shared_opening(args.max_tokens)
     rows = []
     for name, r in (("naive loop", naive), ("augury stage", ours)):
         rows.append(
@@ -201,9 +245,17 @@ def main(argv: list[str] | None = None) -> None:
         print(
             f"{rows:<6}{h['engine_s']:>10.2f}{h['plain_s']:>9.2f}{h['plain_s'] / h['engine_s']:>7.2f}  {h['same_text']}"
         )
+    print(
+        f"\nfour TCELongBench key-point prompts ({opening['prompt_tokens']} tokens, {opening['shared_tokens']}"
+        f" of each shared), greedy, {args.max_tokens} new tokens"
+    )
+    print(f"{'opening':<9}{'seconds':>9}  same text")
+    print(f"{'shared':<9}{opening['shared_s']:>9.2f}  {opening['same_text']}")
+    print(f"{'plain':<9}{opening['plain_s']:>9.2f}")
     summary = {
         "stage_vs_naive_requests_per_s": round(ratio, 3),
         "head_plain_vs_engine_4_rows": round(heads["4"]["plain_s"] / heads["4"]["engine_s"], 3),
+        "shared_opening_plain_vs_shared": round(opening["plain_s"] / opening["shared_s"], 3),
         "unconstrained_tok_s": round(speed["unconstrained"], 2),
         "regex_tok_s": round(speed["regex"], 2),
         "json_tok_s": round(speed["json"], 2),
@@ -214,7 +266,9 @@ def main(argv: list[str] | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "llm_local.json").write_text(
         json.dumps(
-            {"naive": naive, "stage": ours, "structured": constrained, "heads": heads, **summary}, indent=2
+            {"naive": naive, "stage": ours, "structured": constrained, "heads": heads}
+            | {"opening": opening, **summary},
+            indent=2,
         )
     )
     print(json.dumps(summary))

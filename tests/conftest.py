@@ -204,6 +204,15 @@ def local_model_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
+def engine(local_model_dir):
+    """One in-process local engine (one thread) for the tests of the engine's own parts; a test
+    that swaps a part puts it back."""
+    from pipelines.llm.local_engine import LocalEngine
+
+    return LocalEngine(str(local_model_dir), threads=1)
+
+
+@pytest.fixture(scope="session")
 def ray_local(local_model_dir):
     """A local Ray cluster for the whole run, started as a job starts it; local engine actors
     persist across tests."""

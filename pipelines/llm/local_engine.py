@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from pipelines.llm import shared_prefix
 from udfs.choice import plan_choice, resolve_choice
 from udfs.llm_rows import GENERATE, RESPONSE_SCHEMA, SCORE, cut_at_stop
 
@@ -182,18 +183,36 @@ class LocalEngine:
             self._grammars[structured] = compiled
         return self._grammars[structured]
 
-    def _encode(self, texts: list[str]):
-        return self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=True)
+    def _inputs(self, texts: list[str]) -> dict[str, Any]:
+        """The model's inputs for a batch: left-padded ids and mask and, when the prompts share
+        an opening, the cache of all but each row's last token with that opening computed once
+        (``shared_prefix``)."""
+        ids = [self.tokenizer(t, add_special_tokens=True)["input_ids"] for t in texts]
+        pre = shared_prefix.prefill(self.model, ids, self.tokenizer.pad_token_id)
+        if pre is None:
+            return dict(self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=True))
+        return {
+            "input_ids": pre.input_ids,
+            "attention_mask": pre.attention_mask,
+            "past_key_values": pre.cache,
+        }
 
     def _next_token_logprobs(self, texts: list[str]):
         import torch
 
-        enc = self._encode(texts)
+        enc = self._inputs(texts)
+        mask = enc["attention_mask"]
         with torch.no_grad():
             # Only the last position's logits: the LM head over a 262k vocabulary at every
             # position would cost as much as the rest of the forward pass.
+            if "past_key_values" in enc:  # only the last tokens are left to compute
+                enc = {
+                    **enc,
+                    "input_ids": enc["input_ids"][:, -1:],
+                    "position_ids": mask.sum(dim=1, keepdim=True) - 1,
+                }
             logits = self.model(**enc, logits_to_keep=1).logits[:, -1, :]
-        return torch.log_softmax(logits.float(), dim=-1), enc["attention_mask"].sum(dim=1).tolist()
+        return torch.log_softmax(logits.float(), dim=-1), mask.sum(dim=1).tolist()
 
     def _score(self, rows: list[dict], idx: list[int]) -> dict[int, dict]:
         started = time.time()
@@ -274,7 +293,7 @@ class LocalEngine:
         from pipelines.llm import grammar_decode
 
         started = time.time()
-        enc = self._encode([r["prompt_text"] for r in rows])
+        enc = self._inputs([r["prompt_text"] for r in rows])
         temperatures = [float(r["temperature"] or 0.0) for r in rows]
         processors: list[Any] = []
         mask = None

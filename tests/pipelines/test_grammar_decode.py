@@ -115,12 +115,6 @@ def test_screened_rows_choose_the_full_heads_token_and_a_tie_computes_the_full_h
     assert torch.equal(tie(hidden), twins(hidden)) and tie.small_steps == 0
 
 
-@pytest.fixture(scope="module")
-def engine(local_model_dir) -> LocalEngine:
-    """One engine for the module's model tests (the model loads once)."""
-    return LocalEngine(str(local_model_dir), threads=1)
-
-
 def small_and_full(
     engine: LocalEngine, monkeypatch, prompts: list[str], max_tokens: int, structured: str | None
 ) -> list[dict]:

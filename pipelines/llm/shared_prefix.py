@@ -1,0 +1,103 @@
+"""A batch whose prompts open with the same tokens computes that opening once.
+
+A stage's prompts open with their template's instructions, and often with more: Daily Oracle's
+filter asks about four questions of one article after some 1,850 tokens of rules, and a choice
+asks the same prompt once per prefix of its options. On a CPU the prefill of those shared tokens
+is most of a batch's time. ``prefill`` computes them once, each row's own remainder on top of
+them, and assembles the left-padded key/value cache the model's prefill of the padded batch
+would have made; ``generate`` (or one forward pass, for scores) continues from it with each
+row's last token. Left padding only ever precedes a row's tokens, so a row's keys and values,
+sliding-window layers included, do not depend on its batch-mates: the answers are those of the
+plain batch, up to float rounding.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+# Shared tokens below which a batch is prefilled as usual: fewer save less than a forward costs.
+MIN_SHARED = 64
+
+
+@dataclass
+class Prefilled:
+    """A left-padded batch, and the cache of every position but the last (``generate`` feeds it)."""
+
+    input_ids: Any  # torch.LongTensor [rows, longest]
+    attention_mask: Any  # torch.LongTensor [rows, longest]; 0 on the padding
+    cache: Any  # transformers.DynamicCache of ``longest - 1`` positions
+
+
+def shared_length(rows: list[list[int]]) -> int:
+    """The tokens every row opens with, leaving each row at least its last token of its own."""
+    if len(rows) < 2:
+        return 0
+    shortest = min(len(r) for r in rows) - 1
+    first = rows[0]
+    n = 0
+    while n < shortest and all(r[n] == first[n] for r in rows):
+        n += 1
+    return n
+
+
+def prefill(model: Any, rows: list[list[int]], pad_id: int) -> Prefilled | None:
+    """``rows``' cache with their shared opening computed once, or None when too few tokens are
+    shared or the model's cache has layers other than full and sliding-window attention."""
+    import torch
+    from transformers import DynamicCache
+    from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
+
+    shared = shared_length(rows)
+    if shared < MIN_SHARED:
+        return None
+    config = model.config
+    if any(
+        type(layer) not in (DynamicLayer, DynamicSlidingWindowLayer)
+        for layer in DynamicCache(config=config).layers
+    ):
+        return None
+    decoder = model.get_decoder()  # the layers without the LM head: no logits are needed here
+    with torch.no_grad():
+        opening = DynamicCache(config=config)
+        decoder(input_ids=torch.tensor([rows[0][:shared]]), past_key_values=opening, use_cache=True)
+        caches = []
+        for ids in rows:
+            cache = copy.deepcopy(opening)
+            if len(ids) - 1 > shared:
+                decoder(input_ids=torch.tensor([ids[shared:-1]]), past_key_values=cache, use_cache=True)
+            caches.append(cache)
+    longest = max(len(r) for r in rows)
+    input_ids = torch.full((len(rows), longest), pad_id, dtype=torch.long)
+    attention_mask = torch.zeros((len(rows), longest), dtype=torch.long)
+    for k, ids in enumerate(rows):
+        input_ids[k, longest - len(ids) :] = torch.tensor(ids)
+        attention_mask[k, longest - len(ids) :] = 1
+    return Prefilled(input_ids, attention_mask, _left_padded(caches, [len(r) for r in rows], config))
+
+
+def _left_padded(caches: list[Any], lengths: list[int], config: Any) -> Any:
+    """One batch cache from single-row caches of ``length - 1`` positions each: every layer
+    holds the positions the padded batch's own prefill would keep (a sliding-window layer, the
+    last ``window - 1``), each row's right-aligned after zeros its attention mask hides."""
+    import torch
+    from torch.nn import functional
+
+    cached = max(lengths) - 1
+    batch = type(caches[0])(config=config)
+    for i, layer in enumerate(batch.layers):
+        window = getattr(layer, "sliding_window", None)
+        keep = cached if window is None else min(cached, window - 1)
+        keys, values = [], []
+        for cache, length in zip(caches, lengths, strict=True):
+            own = min(keep, length - 1)
+            source = cache.layers[i]
+            keys.append(functional.pad(source.keys[:, :, -own:, :], (0, 0, keep - own, 0)))
+            values.append(functional.pad(source.values[:, :, -own:, :], (0, 0, keep - own, 0)))
+        layer.update(torch.cat(keys), torch.cat(values))
+        if window is not None:
+            layer.cumulative_length = cached  # positions seen, not kept: the masks' offsets use it
+    if batch.get_seq_length() != cached:
+        raise RuntimeError(f"assembled cache holds {batch.get_seq_length()} positions, not {cached}")
+    return batch
