@@ -13,7 +13,8 @@ OpenAI-compatible server. Two request modes:
   end. In a greedy batch, constrained or not, a step computes the float32 logits of a few
   candidate tokens only (those the grammar allows when every row allows few, else those a
   bfloat16 copy of the head cannot rule out: ``grammar_decode.AllowedHead``), with the choice
-  the full LM head would make.
+  the full LM head would make. A batch whose prompts open with the same tokens prefills that
+  opening once (``shared_prefix``), as vLLM's prefix cache would.
 """
 
 from __future__ import annotations
@@ -184,33 +185,25 @@ class LocalEngine:
         return self._grammars[structured]
 
     def _inputs(self, texts: list[str]) -> dict[str, Any]:
-        """The model's inputs for a batch: left-padded ids and mask and, when the prompts share
-        an opening, the cache of all but each row's last token with that opening computed once
-        (``shared_prefix``)."""
+        """The model's inputs for a batch (``shared_prefix.inputs``: left-padded, with the cache
+        of a shared opening when the prompts have one)."""
         ids = [self.tokenizer(t, add_special_tokens=True)["input_ids"] for t in texts]
-        pre = shared_prefix.prefill(self.model, ids, self.tokenizer.pad_token_id)
-        if pre is None:
-            return dict(self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=True))
-        return {
-            "input_ids": pre.input_ids,
-            "attention_mask": pre.attention_mask,
-            "past_key_values": pre.cache,
-        }
+        return shared_prefix.inputs(self.model, ids, self.tokenizer.pad_token_id)
 
     def _next_token_logprobs(self, texts: list[str]):
         import torch
 
         enc = self._inputs(texts)
         mask = enc["attention_mask"]
+        if "past_key_values" in enc:  # the cache holds the rest: only the last tokens are left
+            enc = {
+                **enc,
+                "input_ids": enc["input_ids"][:, -1:],
+                "position_ids": mask.sum(dim=1, keepdim=True) - 1,
+            }
         with torch.no_grad():
             # Only the last position's logits: the LM head over a 262k vocabulary at every
             # position would cost as much as the rest of the forward pass.
-            if "past_key_values" in enc:  # only the last tokens are left to compute
-                enc = {
-                    **enc,
-                    "input_ids": enc["input_ids"][:, -1:],
-                    "position_ids": mask.sum(dim=1, keepdim=True) - 1,
-                }
             logits = self.model(**enc, logits_to_keep=1).logits[:, -1, :]
         return torch.log_softmax(logits.float(), dim=-1), mask.sum(dim=1).tolist()
 

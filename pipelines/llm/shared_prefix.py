@@ -3,7 +3,7 @@
 A stage's prompts open with their template's instructions, and often with more: Daily Oracle's
 filter asks about four questions of one article after some 1,850 tokens of rules, and a choice
 asks the same prompt once per prefix of its options. On a CPU the prefill of those shared tokens
-is most of a batch's time. ``prefill`` computes them once, each row's own remainder on top of
+is most of a batch's time. ``inputs`` computes them once, each row's own remainder on top of
 them, and assembles the left-padded key/value cache the model's prefill of the padded batch
 would have made; ``generate`` (or one forward pass, for scores) continues from it with each
 row's last token. Left padding only ever precedes a row's tokens, so a row's keys and values,
@@ -14,20 +14,10 @@ plain batch, up to float rounding.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 from typing import Any
 
 # Shared tokens below which a batch is prefilled as usual: fewer save less than a forward costs.
 MIN_SHARED = 64
-
-
-@dataclass
-class Prefilled:
-    """A left-padded batch, and the cache of every position but the last (``generate`` feeds it)."""
-
-    input_ids: Any  # torch.LongTensor [rows, longest]
-    attention_mask: Any  # torch.LongTensor [rows, longest]; 0 on the padding
-    cache: Any  # transformers.DynamicCache of ``longest - 1`` positions
 
 
 def shared_length(rows: list[list[int]]) -> int:
@@ -42,9 +32,28 @@ def shared_length(rows: list[list[int]]) -> int:
     return n
 
 
-def prefill(model: Any, rows: list[list[int]], pad_id: int) -> Prefilled | None:
-    """``rows``' cache with their shared opening computed once, or None when too few tokens are
-    shared or the model's cache has layers other than full and sliding-window attention."""
+def inputs(model: Any, rows: list[list[int]], pad_id: int) -> dict[str, Any]:
+    """The model's inputs for the token ids ``rows``: left-padded ``input_ids`` and
+    ``attention_mask`` and, when the rows share an opening of ``MIN_SHARED`` tokens or more,
+    ``past_key_values``: the cache of all but each row's last token, the opening computed once."""
+    import torch
+
+    longest = max(len(r) for r in rows)
+    input_ids = torch.full((len(rows), longest), pad_id, dtype=torch.long)
+    attention_mask = torch.zeros((len(rows), longest), dtype=torch.long)
+    for k, ids in enumerate(rows):
+        input_ids[k, longest - len(ids) :] = torch.tensor(ids)
+        attention_mask[k, longest - len(ids) :] = 1
+    batch = {"input_ids": input_ids, "attention_mask": attention_mask}
+    cache = _prefilled(model, rows)
+    if cache is not None:
+        batch["past_key_values"] = cache
+    return batch
+
+
+def _prefilled(model: Any, rows: list[list[int]]) -> Any:
+    """The batch cache of ``rows`` (``_left_padded``), or None when too few tokens are shared or
+    the model's cache has layers other than full and sliding-window attention."""
     import torch
     from transformers import DynamicCache
     from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
@@ -53,28 +62,20 @@ def prefill(model: Any, rows: list[list[int]], pad_id: int) -> Prefilled | None:
     if shared < MIN_SHARED:
         return None
     config = model.config
-    if any(
-        type(layer) not in (DynamicLayer, DynamicSlidingWindowLayer)
-        for layer in DynamicCache(config=config).layers
-    ):
+    kinds = (DynamicLayer, DynamicSlidingWindowLayer)
+    if any(type(layer) not in kinds for layer in DynamicCache(config=config).layers):
         return None
     decoder = model.get_decoder()  # the layers without the LM head: no logits are needed here
     with torch.no_grad():
         opening = DynamicCache(config=config)
         decoder(input_ids=torch.tensor([rows[0][:shared]]), past_key_values=opening, use_cache=True)
         caches = []
-        for ids in rows:
-            cache = copy.deepcopy(opening)
+        for k, ids in enumerate(rows):  # the last row may extend the opening's own cache
+            cache = opening if k == len(rows) - 1 else copy.deepcopy(opening)
             if len(ids) - 1 > shared:
                 decoder(input_ids=torch.tensor([ids[shared:-1]]), past_key_values=cache, use_cache=True)
             caches.append(cache)
-    longest = max(len(r) for r in rows)
-    input_ids = torch.full((len(rows), longest), pad_id, dtype=torch.long)
-    attention_mask = torch.zeros((len(rows), longest), dtype=torch.long)
-    for k, ids in enumerate(rows):
-        input_ids[k, longest - len(ids) :] = torch.tensor(ids)
-        attention_mask[k, longest - len(ids) :] = 1
-    return Prefilled(input_ids, attention_mask, _left_padded(caches, [len(r) for r in rows], config))
+    return _left_padded(caches, [len(r) for r in rows], config)
 
 
 def _left_padded(caches: list[Any], lengths: list[int], config: Any) -> Any:
@@ -98,6 +99,4 @@ def _left_padded(caches: list[Any], lengths: list[int], config: Any) -> Any:
         layer.update(torch.cat(keys), torch.cat(values))
         if window is not None:
             layer.cumulative_length = cached  # positions seen, not kept: the masks' offsets use it
-    if batch.get_seq_length() != cached:
-        raise RuntimeError(f"assembled cache holds {batch.get_seq_length()} positions, not {cached}")
     return batch
