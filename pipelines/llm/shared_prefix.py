@@ -4,11 +4,12 @@ A stage's prompts open with their template's instructions, and sometimes with mo
 TCELongBench's key points follow some 730 tokens of rules and examples, Daily Oracle's summaries
 some 780, OpenForecast asks about each event of one article, and a choice asks the same prompt
 once per prefix of its options. On a CPU the prefill of those shared tokens is most of a batch's
-time. ``inputs`` computes them once, each row's own remainder on top of them, and assembles
-the left-padded key/value cache the model's prefill of the padded batch would have made;
-``generate`` (or one forward pass, for scores) continues from it with each row's last token. Left padding only ever precedes a row's tokens, so a row's keys and values,
-sliding-window layers included, do not depend on its batch-mates: the answers are those of the
-plain batch, up to float rounding.
+time. ``inputs`` computes them once, each row's own remainder on top of them, and assembles the
+left-padded key/value cache the model's prefill of the padded batch would have made;
+``generate`` (or one forward pass, for scores) continues from it with each row's last token.
+Left padding only ever precedes a row's tokens, so a row's keys and values, sliding-window
+layers included, do not depend on its batch-mates: the answers are those of the plain batch, up
+to float rounding.
 """
 
 from __future__ import annotations
