@@ -266,7 +266,7 @@ class LocalEngine:
             self.model.register_forward_pre_hook(mask.advance, with_kwargs=True) if mask is not None else None
         )
         head = self.model.lm_head
-        if greedy and head.bias is None and grammar_decode.plain_greedy(self.model.generation_config):
+        if greedy and head.bias is None:
             if self._screen is None and grammar_decode.Screen.available():
                 self._screen = grammar_decode.Screen(head.weight.detach())
             if mask is not None or self._screen is not None:
@@ -288,10 +288,13 @@ class LocalEngine:
         started = time.time()
         enc = self._inputs([r["prompt_text"] for r in rows])
         temperatures = [float(r["temperature"] or 0.0) for r in rows]
+        greedy = not any(t > 0 for t in temperatures) and grammar_decode.plain_greedy(
+            self.model.generation_config
+        )
         processors: list[Any] = []
         mask = None
         if grammar is not None:  # the mask comes first: sampled rows draw from allowed tokens only
-            mask = grammar_decode.GrammarMask(grammar, len(rows), sorted(self.eos_ids))
+            mask = grammar_decode.GrammarMask(grammar, len(rows), sorted(self.eos_ids), greedy)
             processors.append(mask)
         processors.append(
             _RowSampler(
@@ -303,7 +306,7 @@ class LocalEngine:
         kwargs: dict[str, Any] = {}
         if stop:
             kwargs["stopping_criteria"] = [_StopOnStrings(self.tokenizer, stop, enc["input_ids"].shape[1])]
-        with torch.no_grad(), self._decoding(mask, greedy=not any(t > 0 for t in temperatures)):
+        with torch.no_grad(), self._decoding(mask, greedy):
             generated = self.model.generate(
                 **enc,
                 max_new_tokens=int(max_tokens),

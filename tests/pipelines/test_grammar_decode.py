@@ -29,6 +29,9 @@ class Sets:
     def allowed(self, vocab: int) -> list[np.ndarray]:
         return self.rows
 
+    def filled(self) -> bool:
+        return True
+
 
 def _head(weight: list[list[float]]) -> torch.nn.Linear:
     head = torch.nn.Linear(len(weight[0]), len(weight), bias=False)
