@@ -17,6 +17,11 @@
    tokens of rules and examples, four summaries) answered by the engine with the opening
    computed once, then as the plain padded batch a ``generate`` call makes; seconds of each and
    whether the answers are the same.
+5. The grammar mask of free text (``grammar_decode.GrammarMask``): four Daily Oracle qa prompts
+   under the qa stage's form (question wording is free text), answered by the engine, whose
+   free-text rows offer the grammar their best token before filling a mask, then with the mask
+   filled at every step, as xgrammar's usual logits processor does; seconds of each and whether
+   the answers are the same.
 
 Results go to ``bench/results/llm_local.json``; the last line printed is one JSON object.
 """
@@ -181,6 +186,56 @@ def shared_opening(max_tokens: int) -> dict[str, float | bool]:
     }
 
 
+def filled_every_step(compiled, rows: int, end_ids: list[int], greedy: bool = False):
+    """``grammar_decode.GrammarMask`` with every row's mask filled before every step."""
+    from pipelines.llm.grammar_decode import GrammarMask
+
+    return GrammarMask(compiled, rows, end_ids, greedy=False)
+
+
+def free_text_mask(max_tokens: int) -> dict[str, float | bool]:
+    """Four qa prompts under the qa form, answered with the engine's mask and with a mask filled
+    at every step (each after a warm-up that compiles the form)."""
+    from pipelines.daily_oracle.stages import qa_form
+    from pipelines.llm import grammar_decode
+    from pipelines.llm.local_engine import LocalEngine
+    from udfs.llm_rows import REQUEST_SCHEMA
+    from udfs.prompts import load_prompt
+
+    engine = LocalEngine()
+    prompt = load_prompt("daily_oracle.qa")
+    example = prompt.example
+    texts = [
+        prompt.render(example | {"article": f"{lead} {example['article']}"}).plain_text()
+        for lead in ("Monday:", "From the wire, late edition:", "Update.", "Reported by a local paper:")
+    ]
+    form = qa_form(example["month_year"], max_tokens)
+    batch = pa.Table.from_pylist(
+        [
+            {"request_key": str(k), "prompt_text": text, "mode": "generate", "temperature": 0.0}
+            | {"top_p": 1.0, "max_tokens": max_tokens, "seed": 0, "stop": None, "structured": form}
+            for k, text in enumerate(texts)
+        ],
+        schema=REQUEST_SCHEMA,
+    )
+    engine.run(batch.slice(0, 1))  # compiles the form
+    timed, checked = {}, grammar_decode.GrammarMask
+    for name, mask in (("filled", filled_every_step), ("checked", checked)):
+        grammar_decode.GrammarMask = mask
+        try:
+            started = time.time()
+            out = engine.run(batch)
+            timed[name] = (time.time() - started, out.column("generated_text").to_pylist())
+        finally:
+            grammar_decode.GrammarMask = checked
+    return {
+        "generated_tokens": sum(out.column("output_tokens").to_pylist()),
+        "checked_s": round(timed["checked"][0], 3),
+        "filled_s": round(timed["filled"][0], 3),
+        "same_text": timed["checked"][1] == timed["filled"][1],
+    }
+
+
 def torch_linear(weight):
     """The model's own kind of head over ``weight`` (shared, bias-free)."""
     import torch
@@ -215,6 +270,7 @@ def main(argv: list[str] | None = None) -> None:
     constrained = {name: stage_run(table, args.max_tokens, llm, c) for name, c in CONSTRAINTS.items()}
     heads = head_order(prompts, 3 * args.max_tokens)
     opening = shared_opening(args.max_tokens)
+    masks = free_text_mask(8 * args.max_tokens)
     rows = []
     for name, r in (("naive loop", naive), ("augury stage", ours)):
         rows.append(
@@ -252,10 +308,18 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'opening':<9}{'seconds':>9}  same text")
     print(f"{'shared':<9}{opening['shared_s']:>9.2f}  {opening['same_text']}")
     print(f"{'plain':<9}{opening['plain_s']:>9.2f}")
+    print(
+        f"\nfour Daily Oracle qa prompts under the qa form, greedy, {8 * args.max_tokens} new tokens at most"
+        f" ({masks['generated_tokens']} generated)"
+    )
+    print(f"{'mask':<9}{'seconds':>9}  same text")
+    print(f"{'checked':<9}{masks['checked_s']:>9.2f}  {masks['same_text']}")
+    print(f"{'filled':<9}{masks['filled_s']:>9.2f}")
     summary = {
         "stage_vs_naive_requests_per_s": round(ratio, 3),
         "head_plain_vs_engine_4_rows": round(heads["4"]["plain_s"] / heads["4"]["engine_s"], 3),
         "shared_opening_plain_vs_shared": round(opening["plain_s"] / opening["shared_s"], 3),
+        "free_text_mask_filled_vs_checked": round(masks["filled_s"] / masks["checked_s"], 3),
         "unconstrained_tok_s": round(speed["unconstrained"], 2),
         "regex_tok_s": round(speed["regex"], 2),
         "json_tok_s": round(speed["json"], 2),
@@ -267,7 +331,7 @@ def main(argv: list[str] | None = None) -> None:
     (out / "llm_local.json").write_text(
         json.dumps(
             {"naive": naive, "stage": ours, "structured": constrained, "heads": heads}
-            | {"opening": opening, **summary},
+            | {"opening": opening, "masks": masks, **summary},
             indent=2,
         )
     )
