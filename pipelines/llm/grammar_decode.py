@@ -73,7 +73,8 @@ class GrammarMask:
         import xgrammar as xgr
 
         self.matchers = [xgr.GrammarMatcher(compiled) for _ in range(rows)]
-        self.bitmask = xgr.allocate_token_bitmask(rows, compiled.tokenizer_info.vocab_size)
+        self.vocab = compiled.tokenizer_info.vocab_size
+        self.bitmask = xgr.allocate_token_bitmask(rows, self.vocab)
         self.end_ids, self.greedy = end_ids, greedy
         self.lazy = [False] * rows  # the row's mask is not filled this step: __call__ checks first
         self.chosen: list[int | None] = [None] * rows  # the token a lazy row's matcher took
@@ -114,8 +115,8 @@ class GrammarMask:
     def _fill(self, i: int) -> None:
         self.matchers[i].fill_next_token_bitmask(self.bitmask, i)
         if self.greedy:
-            bits = np.unpackbits(self.bitmask[i].numpy().view(np.uint8))
-            self.lazy[i] = int(bits.sum()) > LIMIT
+            bits = np.unpackbits(self.bitmask[i].numpy().view(np.uint8), bitorder="little")
+            self.lazy[i] = int(bits[: self.vocab].sum()) > LIMIT  # the last word's spare bits may be set
 
     def _only(self, i: int, tokens: list[int]) -> None:
         self.bitmask[i].fill_(0)

@@ -81,6 +81,17 @@ def test_a_refused_best_token_fills_the_mask_and_a_taken_one_is_fed_once(monkeyp
     assert mask.matchers[0].accept_token(0) and mask.matchers[0].is_terminated()
 
 
+def test_a_state_allowing_few_tokens_is_filled_ahead_whatever_the_spare_bits(monkeypatch):
+    """The toy vocabulary fills 8 of the bitmask word's 32 bits; xgrammar sets the other 24 when
+    it writes a mask as "all but the refused tokens"."""
+    monkeypatch.setattr(grammar_decode, "LIMIT", 3)
+    info = xgr.TokenizerInfo(VOCAB, stop_token_ids=[0])
+    mask = GrammarMask(xgr.GrammarCompiler(info).compile_regex(r"[^x]"), 1, [0], greedy=True)
+    mask.advance(None, (), {"input_ids": torch.tensor([[PAD]])})
+    assert mask.bitmask[0, 0] >> 8 == -1  # the spare bits are set
+    assert mask.allowed(len(VOCAB))[0].tolist() == [1, 2, 3] and mask.lazy == [False] and mask.filled()
+
+
 @pytest.mark.llm
 def test_the_embedded_models_free_text_answers_are_those_of_the_mask_filled_every_step(engine, monkeypatch):
     """Greedy answers to a form of free-text fields: most row-steps skip the fill, and the text is
