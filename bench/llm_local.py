@@ -18,10 +18,10 @@
    computed once, then as the plain padded batch a ``generate`` call makes; seconds of each and
    whether the answers are the same.
 5. The grammar mask of free text (``grammar_decode.GrammarMask``): four Daily Oracle qa prompts
-   under the qa stage's form at the demo's cap of 360 tokens (question wording is free text), answered by the engine, whose
-   free-text rows offer the grammar their best token before filling a mask, then with the mask
-   filled at every step, as xgrammar's usual logits processor does; seconds of each and whether
-   the answers are the same.
+   under the qa stage's form at the demo's token cap (question wording is free text), answered by
+   the engine, whose free-text rows offer the grammar their best token before filling a mask,
+   then with the mask filled at every step, as xgrammar's usual logits processor does; seconds
+   of each and whether the answers are the same.
 
 Results go to ``bench/results/llm_local.json``; the last line printed is one JSON object.
 """
@@ -186,9 +186,13 @@ def shared_opening(max_tokens: int) -> dict[str, float | bool]:
     }
 
 
-# Daily Oracle's token cap in the demo (pipelines/daily_oracle/build.py): the qa form fitted to it
-# has the long bounded repetitions whose masks cost most to fill
-DEMO_CAP = 360
+def demo_cap() -> int:
+    """Daily Oracle's ``--max-new-tokens`` in the demo (its registry entry): the qa form fitted to
+    it has the long bounded repetitions whose masks cost most to fill."""
+    from pipelines.builders import registry
+
+    args = registry()["daily_oracle"].demo.args
+    return int(args[args.index("--max-new-tokens") + 1])
 
 
 def free_text_mask(max_tokens: int) -> dict[str, float | bool]:
@@ -272,7 +276,8 @@ def main(argv: list[str] | None = None) -> None:
     constrained = {name: stage_run(table, args.max_tokens, llm, c) for name, c in CONSTRAINTS.items()}
     heads = head_order(prompts, 3 * args.max_tokens)
     opening = shared_opening(args.max_tokens)
-    masks = free_text_mask(DEMO_CAP)
+    cap = demo_cap()
+    masks = free_text_mask(cap)
     rows = []
     for name, r in (("naive loop", naive), ("augury stage", ours)):
         rows.append(
@@ -311,7 +316,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'shared':<9}{opening['shared_s']:>9.2f}  {opening['same_text']}")
     print(f"{'plain':<9}{opening['plain_s']:>9.2f}")
     print(
-        f"\nfour Daily Oracle qa prompts under the qa form, greedy, {DEMO_CAP} new tokens at most"
+        f"\nfour Daily Oracle qa prompts under the qa form, greedy, {cap} new tokens at most"
         f" ({masks['generated_tokens']} generated)"
     )
     print(f"{'mask':<9}{'seconds':>9}  same text")

@@ -115,8 +115,7 @@ class GrammarMask:
     def _fill(self, i: int) -> None:
         self.matchers[i].fill_next_token_bitmask(self.bitmask, i)
         if self.greedy:
-            bits = np.unpackbits(self.bitmask[i].numpy().view(np.uint8), bitorder="little")
-            self.lazy[i] = int(bits[: self.vocab].sum()) > LIMIT  # the last word's spare bits may be set
+            self.lazy[i] = int(_bits(self.bitmask[i], self.vocab).sum()) > LIMIT
 
     def _only(self, i: int, tokens: list[int]) -> None:
         self.bitmask[i].fill_(0)
@@ -129,8 +128,14 @@ class GrammarMask:
 
     def allowed(self, vocab: int) -> list[np.ndarray]:
         """Each row's allowed token ids at this step (bit t % 32 of word t // 32 is token t)."""
-        bits = np.unpackbits(self.bitmask.numpy().view(np.uint8), axis=1, bitorder="little")
-        return [np.flatnonzero(row[:vocab]) for row in bits]
+        return [np.flatnonzero(row) for row in _bits(self.bitmask, vocab)]
+
+
+def _bits(words: torch.Tensor, vocab: int) -> np.ndarray:
+    """The bits of bitmask ``words`` (one row or a batch) for the first ``vocab`` tokens: bit
+    t % 32 of word t // 32 is token t; xgrammar may set the last word's spare bits."""
+    bits = np.unpackbits(words.numpy().view(np.uint8), axis=-1, bitorder="little")
+    return bits[..., :vocab]
 
 
 def plain_greedy(generation_config: Any) -> bool:
