@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import string
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -147,6 +148,18 @@ def parse_prompt(data: dict[str, Any], expected_id: str | None = None) -> Prompt
         example=dict(data.get("example", {})),
         output=data.get("output"),
     )
+
+
+# What Python's re.escape escapes and xgrammar's regex reader does not know as an escape: it warns
+# at every compile (on stderr, once per form and article) before matching the character itself
+_PLAIN = frozenset("#&~" + string.whitespace)
+
+
+def regex_literal(text: str) -> str:
+    """A regex matching exactly ``text`` for an ``output: {regex: ...}`` form: ``re.escape``
+    without the escapes that engines' regex readers do not know (white space, ``#``, ``&``, ``~``;
+    each means itself unescaped)."""
+    return "".join(c if c in _PLAIN else re.escape(c) for c in text)
 
 
 def _check_output(prompt_id: str, kind: str, output: Any) -> None:

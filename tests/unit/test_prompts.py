@@ -5,11 +5,14 @@ variables. Changing a prompt's text without bumping its version fails here; rege
 golden files with ``pytest tests/unit/test_prompts.py --update-golden`` after bumping."""
 
 import json
+import re
+import string
 from pathlib import Path
 
 import pytest
 
-from udfs.prompts import PromptError, all_prompt_ids, load_prompt, parse_prompt
+from udfs.daily_oracle.outputs import qa_output
+from udfs.prompts import PromptError, all_prompt_ids, load_prompt, parse_prompt, regex_literal
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "prompts"
 
@@ -116,3 +119,21 @@ def test_every_generated_answer_declares_its_form():
         if (prompt := load_prompt(prompt_id)).kind in ("generate", "verbalized") and not prompt.output
     }
     assert undeclared == FREE_TEXT, f"generate/verbalized prompts without an output declaration: {undeclared}"
+
+
+LITERALS = [string.printable, "September 2022", "Q&A #3 ~ a\\ b", "2015-09-28", "(Yes) [No]"]
+
+
+@pytest.mark.parametrize("text", LITERALS, ids=range(len(LITERALS)))
+def test_a_regex_literal_matches_its_text_alone_and_compiles_in_xgrammar_without_warnings(text, capfd):
+    """Python's re.escape also escapes space, '#', '&' and '~': xgrammar printed a warning for
+    each at every compile of a form (Daily Oracle's qa form per article: "Escape sequence '\\ '
+    is not recognized")."""
+    import xgrammar
+
+    pattern = regex_literal(text)
+    assert re.fullmatch(pattern, text) and not re.fullmatch(pattern, text + "x")
+    capfd.readouterr()
+    xgrammar.Grammar.from_regex(pattern)
+    xgrammar.Grammar.from_regex(qa_output(month_year=text[:20])["regex"])
+    assert capfd.readouterr().err == ""

@@ -20,10 +20,10 @@ a point.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from udfs.daily_oracle.parsing import FILTER_HEADINGS
+from udfs.prompts import regex_literal
 
 CHARS_PER_TOKEN = 3
 SUMMARY_CHARS, KEYPOINT_CHARS = 1000, 300
@@ -70,7 +70,7 @@ def qa_output(
     own ``month_year`` (the form the builder sends per article). ``question`` bounds the wording
     before the time element (at most ``question`` characters; dots are rare, so it is usually
     about half that)."""
-    time = TIME if month_year is None else f"(?:in|by) {re.escape(month_year)}"
+    time = TIME if month_year is None else f"(?:in|by) {regex_literal(month_year)}"
     body = f"[A-Za-z]{_WORDING}{{1,{max(question // 2, 2)}}}\\.? {time}\\?"
     will, wh = f"Will {body}", "(?:" + "|".join(WH) + f") {body}"
     value = _text(answer, first=_QUOTED)

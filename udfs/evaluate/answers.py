@@ -19,6 +19,7 @@ import numpy as np
 
 from udfs.ids import stable_seed
 from udfs.llm_parsing import ParseError, first_json, numbered_list
+from udfs.prompts import regex_literal
 
 LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -186,7 +187,7 @@ def order_output(n: int) -> dict[str, Any]:
 def verbalized_output(labels: Sequence[str]) -> dict[str, Any]:
     """The answer form of a verbalized distribution, continuing the prompt's ``{``: every label
     once, in order, with a decimal in [0, 1] (``"A": 0.25, "B": 0.75``)."""
-    return {"regex": ", ".join(f'"{re.escape(label)}": {_PROBABILITY}' for label in labels)}
+    return {"regex": ", ".join(f'"{regex_literal(label)}": {_PROBABILITY}' for label in labels)}
 
 
 def order_from_letters(letters: str, n: int) -> list[int]:

@@ -18,11 +18,11 @@ parsers never see an empty item.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from udfs.openforecast.structured import ARGUMENTS
+from udfs.prompts import regex_literal
 
 CHARS_PER_TOKEN = 3
 DATE = r"[12][0-9]{3}(?:-(?:0[1-9]|1[0-2])(?:-(?:0[1-9]|[12][0-9]|3[01]))?)?"  # years 1000-2999
@@ -67,7 +67,7 @@ def timeline_output(items: int = TIMELINE_ITEMS, chars: int = TIMELINE_CHARS) ->
 def reorder_output(events: Sequence[str]) -> dict[str, Any]:
     """The adjustment of one timeline: as many lines as it has items, each one of its items
     verbatim (the permutation guard then checks that none is repeated)."""
-    choice = "(?:" + "|".join(re.escape(e.strip()) for e in dict.fromkeys(events)) + ")"
+    choice = "(?:" + "|".join(regex_literal(e.strip()) for e in dict.fromkeys(events)) + ")"
     lines = "".join(f"\\n{k}\\. {choice}" for k in range(2, len(events) + 1))
     return {"regex": f" {choice}{lines}\\n?"}
 

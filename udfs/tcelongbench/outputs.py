@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
+from udfs.prompts import regex_literal
 from udfs.tcelongbench.qa import FORECAST_OPENERS
 
 TOKENS_PER_WORD = 2
@@ -89,7 +89,7 @@ def qa_regex(tokens: int) -> str:
 def forecast_regex(tokens: int, day: str | None = None) -> str:
     """A forecast question: an allowed opener, words, ``in|by|after|on <day>``, ``?``, then the
     answer. Without ``day`` any ``YYYY-MM-DD`` date stands in (the prompt file's form)."""
-    date = re.escape(day) if day else DAY_PATTERN
+    date = regex_literal(day) if day else DAY_PATTERN
     rest = tokens - 2 - 1 - 10 - 4  # opener, time word, a date's characters, "? Answer:"
     answer = _clamp(rest / 6, 1, 10)
     words = _clamp((rest - TOKENS_PER_WORD * answer) / TOKENS_PER_WORD, 1, 24)
