@@ -186,6 +186,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: weight[item.path])
 
 
+# Files that read one expensive session root, which the first of them to run builds (``built_once``):
+# run on two workers at once, one would wait for the other's build. Each group is one unit of
+# ``--dist loadfile``, its files run one after another on one worker.
+UNIT_OF_DIRECTORY = {"tests/report/": "tests/report"}  # the demo-like root, ``demo_root``
+
+
+def work_unit(nodeid: str) -> str:
+    """The ``--dist loadfile`` unit of a test: its file, or its directory's group."""
+    path = nodeid.split("::", 1)[0]
+    return next((unit for d, unit in UNIT_OF_DIRECTORY.items() if path.startswith(d)), path)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist loadfile`` with the units of ``work_unit``."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class Scheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return Scheduling(config, log)
+
+
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", help="rewrite golden files instead of comparing")
 
@@ -278,6 +303,16 @@ def toy_index(built_once, ray_local) -> str:
         index_build.run(IndexConfig(root=str(root)))
 
     return built_once("toy_index", build)
+
+
+@pytest.fixture(scope="session")
+def reportedly_root(built_once, shared_data, ray_local) -> str:
+    """A root holding only the real reported.ly articles of September 2015 and their article
+    index (``write_reportedly_articles``), built once for the TCELongBench tests. Treat it as
+    read-only; ``copy_root`` it to write beside it."""
+    from tests.pipelines.test_tcelongbench_pipeline import write_reportedly_articles
+
+    return built_once("reportedly", lambda root: write_reportedly_articles(str(root), shared_data))
 
 
 @pytest.fixture(scope="session")

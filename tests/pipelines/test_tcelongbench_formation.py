@@ -15,7 +15,7 @@ from pipelines.llm.ledger import Ledger
 from pipelines.llm.stage import StageRunner
 from pipelines.tcelongbench import Config, formation
 from pipelines.tcelongbench.formation import form_tces
-from tests.pipelines.test_tcelongbench_pipeline import DEMO, write_reportedly_articles
+from tests.pipelines.test_tcelongbench_pipeline import DEMO
 from udfs import storage
 from udfs.cli import InputError
 from udfs.schemas import ARTICLES, TableSpec
@@ -25,9 +25,9 @@ pytestmark = [pytest.mark.ray]
 
 
 @pytest.fixture(scope="module")
-def indexed(tmp_path_factory, shared_data, ray_local) -> tuple[str, int]:
-    root = str(tmp_path_factory.mktemp("tce_formation"))
-    return root, write_reportedly_articles(root, shared_data)
+def indexed(reportedly_root, copy_root) -> tuple[str, int]:
+    root = copy_root(reportedly_root)
+    return root, ARTICLES.read(root, columns=["article_id"]).num_rows
 
 
 def _form(config: Config):

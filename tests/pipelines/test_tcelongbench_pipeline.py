@@ -124,9 +124,9 @@ SCRIPT = {
 
 
 @pytest.fixture(scope="module")
-def scripted_build(tmp_path_factory, shared_data, ray_local):
-    root = str(tmp_path_factory.mktemp("tlb_scripted"))
-    n = write_reportedly_articles(root, shared_data)
+def scripted_build(reportedly_root, copy_root):
+    root = copy_root(reportedly_root)
+    n = ARTICLES.read(root, columns=["article_id"]).num_rows
     config = Config(root=root, llm=LLMConfig(backend="scripted", script=SCRIPT), **DEMO)
     return n, config, run(config)
 
@@ -263,13 +263,12 @@ LLM_STAGES = (
 
 
 @pytest.mark.llm
-def test_real_model_build_completes_every_stage(tmp_path, shared_data, ray_local):
+def test_real_model_build_completes_every_stage(reportedly_root, copy_root):
     """One TCE of 3 days x 1 article, short inputs and the demo's 32 new tokens: every stage
     completes, the base model's unusable answers become rejected rows with reasons, counts
     reconcile, every kept answer validates against the form it was declared with, and the
     question generators give a non-empty candidate table before the Evidence check."""
-    root = str(tmp_path)
-    write_reportedly_articles(root, shared_data)
+    root = copy_root(reportedly_root)
     config = Config(
         root=root,
         llm=LLMConfig(max_new_tokens=32),

@@ -1,9 +1,10 @@
-"""``escaped_ids`` (tests/conftest.py): the test IDs that pytest-xdist's workers could collect
-differently, which fail at setup with a message asking for explicit ids."""
+"""How pytest-xdist's workers see the tests (tests/conftest.py): ``escaped_ids``, the test IDs
+that workers could collect differently, which fail at setup with a message asking for explicit
+ids; ``work_unit``, the groups of files ``--dist loadfile`` gives one worker."""
 
 from __future__ import annotations
 
-from tests.conftest import escaped_ids
+from tests.conftest import escaped_ids, work_unit
 
 # As pytest writes them: a gzip member made at import time (its header stamps the current
 # second, so two workers got two IDs and CI stopped), and a non-ASCII string.
@@ -21,3 +22,12 @@ def test_ids_with_escaped_bytes_or_text_are_refused_and_plain_ones_pass():
         "tests/a.py::test_b[São]",
     ]
     assert escaped_ids([PLAIN, "tests/a.py::test_b[x-1]"]) == []
+
+
+def test_the_report_files_are_one_unit_and_other_files_their_own():
+    """The report files all read the demo-like root: one worker runs them one after another
+    instead of one waiting while the other builds it."""
+    report = {work_unit(f"tests/report/{f}::test_x") for f in ("test_report.py", "test_browser.py")}
+    assert report == {"tests/report"}
+    assert work_unit("tests/unit/test_report.py::test_y[a::b]") == "tests/unit/test_report.py"
+    assert work_unit("tests/pipelines/test_index.py::Test::test_z") == "tests/pipelines/test_index.py"
