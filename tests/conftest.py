@@ -189,7 +189,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # Files that read one expensive session root, which the first of them to run builds (``built_once``):
 # run on two workers at once, one would wait for the other's build. Each group is one unit of
 # ``--dist loadfile``, its files run one after another on one worker.
-UNIT_OF_DIRECTORY = {"tests/report/": "tests/report"}  # the demo-like root, ``demo_root``
+UNIT_OF_DIRECTORY = {"tests/report/": "tests/report"}  # three of its four files read ``demo_root``
 
 
 def work_unit(nodeid: str) -> str:
@@ -198,6 +198,7 @@ def work_unit(nodeid: str) -> str:
     return next((unit for d, unit in UNIT_OF_DIRECTORY.items() if path.startswith(d)), path)
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: a run without xdist has no such hook
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """``--dist loadfile`` with the units of ``work_unit``."""
     if config.getoption("dist") != "loadfile":
@@ -279,8 +280,8 @@ def built_once(tmp_path_factory) -> Callable[[str, Callable[[Path], None]], str]
 
 @pytest.fixture(scope="session")
 def copy_root(tmp_path_factory) -> Callable[[str], str]:
-    """Copies a read-only session root (``toy_index``, ``corpus_root``) to a fresh directory, for
-    a module or a test that writes under it."""
+    """Copies a read-only session root (``toy_index``, ``corpus_root``, ``reportedly_root``) to a
+    fresh directory, for a module or a test that writes under it."""
 
     def copy(root: str) -> str:
         return str(shutil.copytree(root, tmp_path_factory.mktemp("copy") / "root"))

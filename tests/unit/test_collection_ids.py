@@ -25,8 +25,8 @@ def test_ids_with_escaped_bytes_or_text_are_refused_and_plain_ones_pass():
 
 
 def test_the_report_files_are_one_unit_and_other_files_their_own():
-    """The report files all read the demo-like root: one worker runs them one after another
-    instead of one waiting while the other builds it."""
+    """The report files (most read the demo-like root): one worker runs them one after another
+    instead of one waiting while the other builds the root."""
     report = {work_unit(f"tests/report/{f}::test_x") for f in ("test_report.py", "test_browser.py")}
     assert report == {"tests/report"}
     assert work_unit("tests/unit/test_report.py::test_y[a::b]") == "tests/unit/test_report.py"

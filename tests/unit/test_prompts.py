@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 
 from udfs.daily_oracle.outputs import qa_output
+from udfs.evaluate.answers import verbalized_output
+from udfs.openforecast.outputs import reorder_output
 from udfs.prompts import PromptError, all_prompt_ids, load_prompt, parse_prompt, regex_literal
+from udfs.tcelongbench.outputs import forecast_regex
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "prompts"
 
@@ -121,19 +124,29 @@ def test_every_generated_answer_declares_its_form():
     assert undeclared == FREE_TEXT, f"generate/verbalized prompts without an output declaration: {undeclared}"
 
 
-LITERALS = [string.printable, "September 2022", "Q&A #3 ~ a\\ b", "2015-09-28", "(Yes) [No]"]
+LITERALS = [string.printable, "September 2022", "Q&A #3 ~ a\\ b", "2015-09-28", "São Paulo (Yes) [No]"]
 
 
 @pytest.mark.parametrize("text", LITERALS, ids=range(len(LITERALS)))
 def test_a_regex_literal_matches_its_text_alone_and_compiles_in_xgrammar_without_warnings(text, capfd):
-    """Python's re.escape also escapes space, '#', '&' and '~': xgrammar printed a warning for
-    each at every compile of a form (Daily Oracle's qa form per article: "Escape sequence '\\ '
-    is not recognized")."""
+    """Python's re.escape also escapes white space, '#', '&' and '~': xgrammar printed a warning
+    for each at every compile of a form (Daily Oracle's qa form per article: "Escape sequence
+    '\\ ' is not recognized"). The forms that place literal text: Daily Oracle's qa (the month),
+    OpenForecast's reorder (the events), the verbalized distribution (the labels), TCELongBench's
+    forecast question (the day)."""
     import xgrammar
+    from xgrammar.testing import _is_grammar_accept_string
 
     pattern = regex_literal(text)
     assert re.fullmatch(pattern, text) and not re.fullmatch(pattern, text + "x")
     capfd.readouterr()
-    xgrammar.Grammar.from_regex(pattern)
-    xgrammar.Grammar.from_regex(qa_output(month_year=text[:20])["regex"])
+    grammar = xgrammar.Grammar.from_regex(pattern)
+    assert _is_grammar_accept_string(grammar, text) and not _is_grammar_accept_string(grammar, text + "x")
+    for form in (
+        qa_output(month_year=text)["regex"],
+        reorder_output([text, "Another event"])["regex"],
+        verbalized_output([text, "B"])["regex"],
+        forecast_regex(40, text),
+    ):
+        xgrammar.Grammar.from_regex(form)
     assert capfd.readouterr().err == ""
