@@ -126,7 +126,7 @@ SCRIPT = {
 @pytest.fixture(scope="module")
 def scripted_build(reportedly_root, copy_root):
     root = copy_root(reportedly_root)
-    n = ARTICLES.read(root, columns=["article_id"]).num_rows
+    n = storage.count_rows(ARTICLES.uri(root))
     config = Config(root=root, llm=LLMConfig(backend="scripted", script=SCRIPT), **DEMO)
     return n, config, run(config)
 
