@@ -7,10 +7,12 @@ protocol to s3fs, and the sample files are the ones in ``../shared/data``.
 from __future__ import annotations
 
 import fcntl
+import json
 import logging
 import os
 import shutil
 import sys
+import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -168,7 +170,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     with the tiers of its fixtures; tests under ``tests/cluster`` are the ``cluster`` tier. Then
     put the files with the heaviest tier first (the model, then Ray, then Spark), each file's tests
     together and in order: ``make test``'s workers take whole files in this order, so the long
-    files start first and the short ones fill in at the end."""
+    files start first and the short ones fill in at the end. Under pytest-xdist, write the files'
+    units (``write_work_units``)."""
     config.stash[ESCAPED] = set(escaped_ids([item.nodeid for item in items]))
     weight: dict[Path, int] = {}
     for item in items:
@@ -184,30 +187,73 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         )
         weight[item.path] = min(weight.get(item.path, heaviest), heaviest)
     items.sort(key=lambda item: weight[item.path])
+    write_work_units(config, items)
 
 
-# Files that read one expensive session root, which the first of them to run builds (``built_once``):
-# run on two workers at once, one would wait for the other's build. Each group is one unit of
-# ``--dist loadfile``, its files run one after another on one worker.
-UNIT_OF_DIRECTORY = {"tests/report/": "tests/report"}  # three of its four files read ``demo_root``
+# The units of ``--dist loadfile``. Every file that starts Spark is one unit, which one worker runs
+# file after file: a worker that runs a Spark file starts a JVM of its own and warms it up (the
+# eight Spark-only files took 267 CPU-seconds in one session, 326 split over two), and the files
+# that read the sample corpus or the demo-like root, which the first of them builds
+# (``built_once``), never wait while the other worker builds it. Any other file is a unit of its
+# own. A file's tiers are known where tests are collected, on the workers: each writes the units of
+# its collection to the file the controller names in its ``workerinput`` (``UNITS``), and the
+# controller's scheduler reads them there.
+SPARK_UNIT = "spark"
+UNITS = "augury_units"
+UNITS_PATH = pytest.StashKey[Path]()
 
 
-def work_unit(nodeid: str) -> str:
-    """The ``--dist loadfile`` unit of a test: its file, or its directory's group."""
-    path = nodeid.split("::", 1)[0]
-    return next((unit for d, unit in UNIT_OF_DIRECTORY.items() if path.startswith(d)), path)
+def work_units(tiers: dict[str, set[str]]) -> dict[str, str]:
+    """The unit of each test file, from the tiers of its tests: ``SPARK_UNIT`` or its own path."""
+    return {path: SPARK_UNIT if "spark" in marks else path for path, marks in tiers.items()}
 
 
-@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: a run without xdist has no such hook
+def write_work_units(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On a pytest-xdist worker of a ``--dist loadfile`` run: its files' units, where the
+    controller reads them (written whole, then renamed: both workers write the same units)."""
+    target = getattr(config, "workerinput", {}).get(UNITS)
+    if not target:
+        return
+    tiers: dict[str, set[str]] = {}
+    for item in items:
+        marks = {m.name for m in item.iter_markers()} & set(HEAVIEST_FIRST)
+        tiers.setdefault(item.nodeid.split("::", 1)[0], set()).update(marks)
+    partial = Path(f"{target}.{config.workerinput['workerid']}")
+    partial.write_text(json.dumps(work_units(tiers)))
+    partial.replace(target)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hooks: a run without xdist has none
+def pytest_configure_node(node) -> None:
+    """The controller names the file its workers write their units to (``write_work_units``)."""
+    config = node.config
+    if config.getoption("dist") == "loadfile":
+        if UNITS_PATH not in config.stash:
+            config.stash[UNITS_PATH] = Path(tempfile.mkdtemp(prefix="augury-units-")) / "units.json"
+        node.workerinput[UNITS] = str(config.stash[UNITS_PATH])
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if UNITS_PATH in config.stash:
+        shutil.rmtree(config.stash[UNITS_PATH].parent, ignore_errors=True)
+
+
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """``--dist loadfile`` with the units of ``work_unit``."""
+    """``--dist loadfile`` with the units the workers wrote (a file not there is its own unit)."""
     if config.getoption("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
 
     class Scheduling(LoadFileScheduling):
+        units: dict[str, str] | None = None
+
         def _split_scope(self, nodeid: str) -> str:
-            return work_unit(nodeid)
+            if self.units is None:  # read once, when scheduling starts: every worker has collected
+                path = config.stash.get(UNITS_PATH, None)
+                self.units = json.loads(path.read_text()) if path and path.exists() else {}
+            path = nodeid.split("::", 1)[0]
+            return self.units.get(path, path)
 
     return Scheduling(config, log)
 
