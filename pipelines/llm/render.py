@@ -6,8 +6,8 @@
 plan, its requests as a nested list in ``REQUEST_SCHEMA``, and its prompt text (``__order``), by
 which the stage's units are sorted. The rows' columns are filled as plain lists and become
 Arrow arrays once per batch. The tokenizer is loaded lazily, when a stage needs it (choice
-plans, token counts, a chat template), and once per worker process (``load_tokenizer`` is cached
-there): Ray Data runs the UDF as tasks in reused workers, so later stages of a run render
+plans, token counts, a chat template), and once per worker process and source (``tokenizer_from``
+caches it there): Ray Data runs the UDF as tasks in reused workers, so later stages of a run render
 without loading it again, where an actor pool would start a process and load it for every
 stage; a worker an actor took over is replaced by a fresh one. Nothing of this runs on the
 driver.
@@ -83,22 +83,30 @@ class RenderConfig:
         )
 
 
-@functools.lru_cache(maxsize=4)
 def load_tokenizer(cfg: RenderConfig) -> Any:
     """The model's tokenizer (chat template, choice token ids, token estimates), or None for an
     http model whose tokenizer cannot be loaded."""
-    from transformers import AutoTokenizer
-
     if cfg.backend in ("local", "scripted"):
         from pipelines.llm.local_model import model_path
 
-        return AutoTokenizer.from_pretrained(model_path(cfg.model_dir))
+        return tokenizer_from(str(model_path(cfg.model_dir)), required=True)
+    return tokenizer_from(cfg.tokenizer_source, required=cfg.backend == "vllm")
+
+
+@functools.lru_cache(maxsize=4)
+def tokenizer_from(source: str, required: bool) -> Any:
+    """The tokenizer at ``source``, loaded once per process whatever the stage's other settings:
+    a worker renders stages of several configurations (the scripted and local backends, their
+    token limits) and each load costs ~3 CPU-seconds for the embedded model's 262k tokens. A
+    missing tokenizer is None unless ``required`` (cached too: every token count asks again)."""
+    from transformers import AutoTokenizer
+
     try:
-        return AutoTokenizer.from_pretrained(cfg.tokenizer_source)
+        return AutoTokenizer.from_pretrained(source)
     except (OSError, ValueError) as exc:
-        if cfg.backend == "vllm":
+        if required:
             raise
-        log.warning("no tokenizer for %s (%s): plain prompts, no choice requests", cfg.model, exc)
+        log.warning("no tokenizer at %s (%s): plain prompts, no choice requests", source, exc)
         return None
 
 

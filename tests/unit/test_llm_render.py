@@ -4,6 +4,7 @@ under a cache key that does not depend on that order."""
 import json
 
 import pyarrow as pa
+import pytest
 
 from pipelines.llm import render
 from pipelines.llm.backends import completion_payload
@@ -78,3 +79,40 @@ def test_a_template_in_the_config_or_a_template_file_means_a_chat_template(tmp_p
         directory.mkdir()
         assert render.has_chat_template(_local(directory, **{name: "{{ x }}", "tokenizer_config.json": "{}"}))
     assert len(loads) == 2
+
+
+def test_a_worker_loads_a_tokenizer_once_whatever_the_stages_other_settings(tmp_path, monkeypatch):
+    """Keyed on the whole RenderConfig, a worker that rendered stages of the scripted and the local
+    backend, with and without a token limit, loaded the same tokenizer for each (22 loads in 10
+    workers where 10 would do, ~3 CPU-seconds each for the embedded model's)."""
+    import transformers
+
+    loads = []
+    monkeypatch.setattr(
+        transformers.AutoTokenizer, "from_pretrained", lambda source: loads.append(source) or object()
+    )
+
+    def missing(source):
+        loads.append(source)
+        raise OSError(f"no tokenizer at {source}")
+
+    render.tokenizer_from.cache_clear()
+    try:
+        local = [
+            RenderConfig(backend, "m", "m", str(tmp_path), template, limit)
+            for backend in ("scripted", "local")
+            for template in (True, False)
+            for limit in (None, 40)
+        ]
+        assert len({id(render.load_tokenizer(cfg)) for cfg in local}) == 1
+        assert loads == [str(tmp_path)]
+        monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", missing)
+        http = [RenderConfig("http", "m", "no-such-tokenizer", None, True, limit) for limit in (None, 40)]
+        assert [render.load_tokenizer(cfg) for cfg in http] == [None, None]  # asked once, remembered
+        assert loads == [str(tmp_path), "no-such-tokenizer"]
+        vllm = RenderConfig("vllm", "m", "no-such-vllm-tokenizer", None, True, None)
+        for _ in range(2):  # the vLLM backend needs one: an error every time it is asked
+            with pytest.raises(OSError, match="no-such-vllm-tokenizer"):
+                render.load_tokenizer(vllm)
+    finally:
+        render.tokenizer_from.cache_clear()
