@@ -96,23 +96,22 @@ def test_a_worker_loads_a_tokenizer_once_whatever_the_stages_other_settings(tmp_
         loads.append(source)
         raise OSError(f"no tokenizer at {source}")
 
-    render.tokenizer_from.cache_clear()
-    try:
-        local = [
-            RenderConfig(backend, "m", "m", str(tmp_path), template, limit)
-            for backend in ("scripted", "local")
-            for template in (True, False)
-            for limit in (None, 40)
-        ]
-        assert len({id(render.load_tokenizer(cfg)) for cfg in local}) == 1
-        assert loads == [str(tmp_path)]
-        monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", missing)
-        http = [RenderConfig("http", "m", "no-such-tokenizer", None, True, limit) for limit in (None, 40)]
-        assert [render.load_tokenizer(cfg) for cfg in http] == [None, None]  # asked once, remembered
-        assert loads == [str(tmp_path), "no-such-tokenizer"]
-        vllm = RenderConfig("vllm", "m", "no-such-vllm-tokenizer", None, True, None)
-        for _ in range(2):  # the vLLM backend needs one: an error every time it is asked
-            with pytest.raises(OSError, match="no-such-vllm-tokenizer"):
-                render.load_tokenizer(vllm)
-    finally:
-        render.tokenizer_from.cache_clear()
+    # sources no other test names, so nothing cached before answers for them (and the fakes
+    # cached here are never asked for again)
+    local = [
+        RenderConfig(backend, "m", "m", str(tmp_path), template, limit)
+        for backend in ("scripted", "local")
+        for template in (True, False)
+        for limit in (None, 40)
+    ]
+    assert len({id(render.load_tokenizer(cfg)) for cfg in local}) == 1
+    assert loads == [str(tmp_path)]
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", missing)
+    absent, needed = f"no-tokenizer-{tmp_path.name}", f"no-vllm-tokenizer-{tmp_path.name}"
+    http = [RenderConfig("http", "m", absent, None, True, limit) for limit in (None, 40)]
+    assert [render.load_tokenizer(cfg) for cfg in http] == [None, None]  # asked once, remembered
+    vllm = RenderConfig("vllm", "m", needed, None, True, None)
+    for _ in range(2):  # the vLLM backend needs one: an error every time it is asked
+        with pytest.raises(OSError, match=needed):
+            render.load_tokenizer(vllm)
+    assert loads == [str(tmp_path), absent, needed, needed]
