@@ -83,9 +83,11 @@ class RenderConfig:
         )
 
 
+@functools.lru_cache(maxsize=16)
 def load_tokenizer(cfg: RenderConfig) -> Any:
     """The model's tokenizer (chat template, choice token ids, token estimates), or None for an
-    http model whose tokenizer cannot be loaded."""
+    http model whose tokenizer cannot be loaded. Cached by configuration too, so that every token
+    count does not resolve the checkpoint's path again (file checks)."""
     if cfg.backend in ("local", "scripted"):
         from pipelines.llm.local_model import model_path
 

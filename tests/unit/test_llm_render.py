@@ -6,7 +6,7 @@ import json
 import pyarrow as pa
 import pytest
 
-from pipelines.llm import render
+from pipelines.llm import local_model, render
 from pipelines.llm.backends import completion_payload
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.render import ROW, RenderConfig, RequestRenderer
@@ -106,6 +106,10 @@ def test_a_worker_loads_a_tokenizer_once_whatever_the_stages_other_settings(tmp_
     ]
     assert len({id(render.load_tokenizer(cfg)) for cfg in local}) == 1
     assert loads == [str(tmp_path)]
+    resolved = []
+    monkeypatch.setattr(local_model, "model_path", lambda model_dir: resolved.append(model_dir) or model_dir)
+    assert all(render.load_tokenizer(cfg) is not None for cfg in local * 3)  # as every token count asks
+    assert resolved == []  # each configuration's checkpoint path was resolved once, above
     monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", missing)
     absent, needed = f"no-tokenizer-{tmp_path.name}", f"no-vllm-tokenizer-{tmp_path.name}"
     http = [RenderConfig("http", "m", absent, None, True, limit) for limit in (None, 40)]
