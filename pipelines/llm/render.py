@@ -100,7 +100,7 @@ def tokenizer_from(source: str, required: bool) -> Any:
     """The tokenizer at ``source``, loaded once per process whatever the stage's other settings:
     a worker renders stages of several configurations (the scripted and local backends, their
     token limits) and each load costs ~3 CPU-seconds for the embedded model's 262k tokens. A
-    missing tokenizer is None unless ``required`` (cached too: every token count asks again)."""
+    missing tokenizer is None unless ``required``, and that answer is cached too."""
     from transformers import AutoTokenizer
 
     try:
