@@ -91,7 +91,7 @@ def load_tokenizer(cfg: RenderConfig) -> Any:
     if cfg.backend in ("local", "scripted"):
         from pipelines.llm.local_model import model_path
 
-        return tokenizer_from(str(model_path(cfg.model_dir)), required=True)
+        return tokenizer_from(model_path(cfg.model_dir), required=True)
     return tokenizer_from(cfg.tokenizer_source, required=cfg.backend == "vllm")
 
 
