@@ -6,25 +6,24 @@
 plan, its requests as a nested list in ``REQUEST_SCHEMA``, and its prompt text (``__order``), by
 which the stage's units are sorted. The rows' columns are filled as plain lists and become
 Arrow arrays once per batch. The tokenizer is loaded lazily, when a stage needs it (choice
-plans, token counts, a chat template), and once per worker process and source (``tokenizer_from``
-caches it there): Ray Data runs the UDF as tasks in reused workers, so later stages of a run render
-without loading it again, where an actor pool would start a process and load it for every
-stage; a worker an actor took over is replaced by a fresh one. Nothing of this runs on the
-driver.
+plans, token counts, a chat template), and once per worker process and source
+(``pipelines.llm.tokenizer``): Ray Data runs the UDF as tasks in reused workers, so later stages
+of a run render without loading it again, where an actor pool would start a process and load it
+for every stage; a worker an actor took over is replaced by a fresh one. Nothing of this runs on
+the driver.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from pipelines.llm.config import LLMConfig
+from pipelines.llm.tokenizer import has_chat_template, load_tokenizer
 from udfs.choice import ChoiceNode, ChoicePlan, plan_choice
 from udfs.llm_rows import (
     GENERATE,
@@ -81,55 +80,6 @@ class RenderConfig:
         return RenderConfig(
             llm.backend, llm.model, llm.tokenizer_source, llm.model_dir, llm.chat_template, llm.max_new_tokens
         )
-
-
-@functools.lru_cache(maxsize=16)
-def load_tokenizer(cfg: RenderConfig) -> Any:
-    """The model's tokenizer (chat template, choice token ids, token estimates), or None for an
-    http model whose tokenizer cannot be loaded. Cached by configuration too, so that every token
-    count does not resolve the checkpoint's path again (file checks)."""
-    if cfg.backend in ("local", "scripted"):
-        from pipelines.llm.local_model import model_path
-
-        return tokenizer_from(model_path(cfg.model_dir), required=True)
-    return tokenizer_from(cfg.tokenizer_source, required=cfg.backend == "vllm")
-
-
-@functools.lru_cache(maxsize=4)
-def tokenizer_from(source: str, required: bool) -> Any:
-    """The tokenizer at ``source``, loaded once per process whatever the stage's other settings:
-    a worker renders stages of several configurations (the scripted and local backends, their
-    token limits) and each load costs ~3 CPU-seconds for the embedded model's 262k tokens. A
-    missing tokenizer is None unless ``required``, and that answer is cached too."""
-    from transformers import AutoTokenizer
-
-    try:
-        return AutoTokenizer.from_pretrained(source)
-    except (OSError, ValueError) as exc:
-        if required:
-            raise
-        log.warning("no tokenizer at %s (%s): plain prompts, no choice requests", source, exc)
-        return None
-
-
-TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json", "additional_chat_templates")
-
-
-@functools.lru_cache(maxsize=4)
-def has_chat_template(cfg: RenderConfig) -> bool:
-    """Whether the model's tokenizer has a chat template. A local checkpoint's files tell without
-    loading it (no template file and no ``chat_template`` in ``tokenizer_config.json``: none), so
-    a generate stage of a base model renders in a fresh worker without the tokenizer, about 5 s
-    of its CPU (transformers' import, the 262k-token vocabulary); otherwise the tokenizer says."""
-    if cfg.backend in ("local", "scripted"):
-        from pipelines.llm.local_model import model_path
-
-        path = Path(model_path(cfg.model_dir))
-        config = path / "tokenizer_config.json"
-        if not any((path / name).exists() for name in TEMPLATE_FILES):
-            return config.exists() and bool(json.loads(config.read_text()).get("chat_template"))
-    tok = load_tokenizer(cfg)
-    return bool(getattr(tok, "chat_template", None))
 
 
 class Tokenizing:

@@ -6,7 +6,7 @@ import json
 import pyarrow as pa
 import pytest
 
-from pipelines.llm import local_model, render
+from pipelines.llm import local_model, render, tokenizer
 from pipelines.llm.backends import completion_payload
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.render import ROW, RenderConfig, RequestRenderer
@@ -54,11 +54,12 @@ def test_a_base_checkpoint_renders_without_loading_its_tokenizer(tmp_path, monke
     def no_load(cfg):
         raise AssertionError("the tokenizer was loaded")
 
-    monkeypatch.setattr(render, "load_tokenizer", no_load)
+    for module in (render, tokenizer):
+        monkeypatch.setattr(module, "load_tokenizer", no_load)
     cfg = _local(tmp_path, **{"tokenizer_config.json": '{"model_max_length": 2048}'})
     prompt = load_prompt("daily_oracle.category")
     rendered = prompt.render({"question": "Will it rain in Lyon by May 2026?"})
-    assert not render.has_chat_template(cfg)
+    assert not tokenizer.has_chat_template(cfg)
     assert render.Tokenizing(cfg).prompt_text(rendered) == rendered.plain_text()
 
 
@@ -67,17 +68,19 @@ def test_a_template_in_the_config_or_a_template_file_means_a_chat_template(tmp_p
         chat_template = "{{ messages }}"
 
     loads = []
-    monkeypatch.setattr(render, "load_tokenizer", lambda cfg: loads.append(cfg) or Tok())
+    monkeypatch.setattr(tokenizer, "load_tokenizer", lambda cfg: loads.append(cfg) or Tok())
     keyed = tmp_path / "keyed"
     keyed.mkdir()
-    assert render.has_chat_template(
+    assert tokenizer.has_chat_template(
         _local(keyed, **{"tokenizer_config.json": '{"chat_template": "{{ x }}"}'})
     )
     assert not loads  # the config says so
-    for name in render.TEMPLATE_FILES[:2]:  # a template file: the tokenizer is asked
+    for name in tokenizer.TEMPLATE_FILES[:2]:  # a template file: the tokenizer is asked
         directory = tmp_path / name.replace(".", "_")
         directory.mkdir()
-        assert render.has_chat_template(_local(directory, **{name: "{{ x }}", "tokenizer_config.json": "{}"}))
+        assert tokenizer.has_chat_template(
+            _local(directory, **{name: "{{ x }}", "tokenizer_config.json": "{}"})
+        )
     assert len(loads) == 2
 
 
@@ -104,18 +107,46 @@ def test_a_worker_loads_a_tokenizer_once_whatever_the_stages_other_settings(tmp_
         for template in (True, False)
         for limit in (None, 40)
     ]
-    assert len({id(render.load_tokenizer(cfg)) for cfg in local}) == 1
+    assert len({id(tokenizer.load_tokenizer(cfg)) for cfg in local}) == 1
     assert loads == [str(tmp_path)]
     resolved = []
     monkeypatch.setattr(local_model, "model_path", lambda model_dir: resolved.append(model_dir) or model_dir)
-    assert all(render.load_tokenizer(cfg) is not None for cfg in local * 3)  # as every token count asks
+    assert all(tokenizer.load_tokenizer(cfg) is not None for cfg in local * 3)  # as every token count asks
     assert resolved == []  # each configuration's checkpoint path was resolved once, above
     monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", missing)
     absent, needed = f"no-tokenizer-{tmp_path.name}", f"no-vllm-tokenizer-{tmp_path.name}"
     http = [RenderConfig("http", "m", absent, None, True, limit) for limit in (None, 40)]
-    assert [render.load_tokenizer(cfg) for cfg in http] == [None, None]  # asked once, remembered
+    assert [tokenizer.load_tokenizer(cfg) for cfg in http] == [None, None]  # asked once, remembered
     vllm = RenderConfig("vllm", "m", needed, None, True, None)
     for _ in range(2):  # the vLLM backend needs one: an error every time it is asked
         with pytest.raises(OSError, match=needed):
-            render.load_tokenizer(vllm)
+            tokenizer.load_tokenizer(vllm)
     assert loads == [str(tmp_path), absent, needed, needed]
+
+
+def test_only_a_plain_tokenizer_json_skips_transformers(tmp_path):
+    """A checkpoint whose tokenizer transformers would change (a chat template, cleaned-up
+    decodings, an older save without ``"backend": "tokenizers"``) loads through transformers."""
+    plain = '{"backend": "tokenizers", "eos_token": "<eos>"}'
+    cases = {
+        "plain": ({"tokenizer_config.json": plain}, True),
+        "no_tokenizer_json": ({"tokenizer_config.json": plain}, False),
+        "older_save": ({"tokenizer_config.json": '{"eos_token": "<eos>"}'}, False),
+        "no_config": ({}, False),
+        "template_key": (
+            {"tokenizer_config.json": '{"backend": "tokenizers", "chat_template": "{{ x }}"}'},
+            False,
+        ),
+        "template_file": ({"tokenizer_config.json": plain, "chat_template.jinja": "{{ x }}"}, False),
+        "clean_up": (
+            {"tokenizer_config.json": '{"backend": "tokenizers", "clean_up_tokenization_spaces": true}'},
+            False,
+        ),
+    }
+    for name, (files, plain_expected) in cases.items():
+        directory = tmp_path / name
+        directory.mkdir()
+        if name != "no_tokenizer_json":
+            (directory / "tokenizer.json").write_text("{}")
+        _local(directory, **files)
+        assert tokenizer.is_plain_tokenizer(directory) is plain_expected, name

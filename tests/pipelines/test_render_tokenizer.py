@@ -1,0 +1,109 @@
+"""The renderer's tokenizer for the embedded model is its ``tokenizer.json`` through the tokenizers
+library: the token ids and decodings the engine's transformers tokenizer gives, on real text and
+on every choice prompt's options, in a worker that never imports transformers or torch."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from transformers import AutoTokenizer
+
+from pipelines.llm.config import LLMConfig
+from pipelines.llm.render import RenderConfig, Tokenizing
+from pipelines.llm.tokenizer import TokenizerFile, is_plain_tokenizer, load_tokenizer
+from udfs.choice import plan_choice
+from udfs.prompts import all_prompt_ids, load_prompt
+
+pytestmark = pytest.mark.llm
+
+EDGES = [
+    "",
+    " ",
+    " leading space",
+    "trailing  ",
+    "tabs\tand\n\nnew lines\r\n",
+    "Zürich, São Paulo, Kraków — 東京 and Москва 🎉",
+    "<start_of_turn>user\nWill it rain?<end_of_turn>",
+    "<bos>a<eos>",
+    "1,234.5 km² (about 3%)",
+]
+
+
+def _strings(value) -> list[str]:
+    """Every string in a JSON value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    return [s for v in value for s in _strings(v)] if isinstance(value, list) else []
+
+
+def _texts(shared_data) -> list[str]:
+    """Real text: the reported.ly articles, the WikiTimes events and ForecastBench's questions."""
+    lines = (shared_data / "wcep" / "reportedly_articles_2015-09.json").read_text().splitlines()
+    texts = _strings([json.loads(line) for line in lines])[:400]
+    texts += _strings(json.loads((shared_data / "wcep" / "wikitimes_CEP_2015-09.json").read_text()))[:400]
+    questions = json.loads((shared_data / "questions" / "forecastbench_2024-07-21-human.json").read_text())
+    texts += _strings(questions)[:400]
+    return [t for t in texts if len(t) > 20] + EDGES
+
+
+def test_the_embedded_models_render_tokenizer_gives_the_engines_ids_and_plans(local_model_dir, shared_data):
+    cfg = RenderConfig.of(LLMConfig(model_dir=str(local_model_dir)))
+    light, engine = load_tokenizer(cfg), AutoTokenizer.from_pretrained(str(local_model_dir))
+    assert is_plain_tokenizer(local_model_dir) and isinstance(light, TokenizerFile)
+    texts = _texts(shared_data)
+    assert len(texts) > 500
+    for text in texts:
+        for special in (False, True):
+            ids = engine(text, add_special_tokens=special)["input_ids"]
+            assert light(text, add_special_tokens=special)["input_ids"] == ids, (text[:80], special)
+        assert light.decode(ids[:7]) == engine.decode(ids[:7]), text[:80]
+
+    def engine_ids(text: str) -> list[int]:
+        return engine(text, add_special_tokens=False)["input_ids"]
+
+    choices = [load_prompt(p) for p in all_prompt_ids()]
+    choices = [p for p in choices if p.kind == "choice" and p.options]
+    assert len(choices) >= 5
+    rendering = Tokenizing(cfg)
+    for prompt in choices:
+        for space in (False, True):
+            plan = plan_choice(list(prompt.options), rendering.tokenize, space)
+            assert plan == plan_choice(list(prompt.options), engine_ids, space), prompt.id
+            for node in plan.nodes:
+                if node.prefix_ids:
+                    assert light.decode(node.prefix_ids) == engine.decode(node.prefix_ids)
+
+
+RENDER_IN_A_FRESH_PROCESS = """
+import json, sys
+import pyarrow as pa
+from pipelines.llm.config import LLMConfig
+from pipelines.llm.render import ROW, RenderConfig, RequestRenderer
+from pipelines.llm.stage import LLMStage
+
+stage = LLMStage("category", "daily_oracle.category")
+renderer = RequestRenderer(RenderConfig.of(LLMConfig(model_dir=sys.argv[1])), stage, stage.prompt)
+units = renderer(pa.table({"question": ["Will Lyon's tram strike end by May 2026?"], ROW: pa.array([0], pa.int64())}))
+requests = units.column("__requests").to_pylist()[0]
+heavy = sorted(m for m in ("transformers", "torch") if m in sys.modules)
+print(json.dumps({"heavy": heavy, "scores": [r["score_token_ids"] for r in requests]}))
+"""
+
+
+def test_a_fresh_worker_renders_choice_requests_without_transformers_or_torch(local_model_dir):
+    """The ~3.5 CPU-seconds a rendering worker saves: the choice plan needs the tokenizer, and the
+    process that renders it imports neither transformers nor torch."""
+    done = subprocess.run(
+        [sys.executable, "-c", RENDER_IN_A_FRESH_PROCESS, str(local_model_dir)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["heavy"] == []
+    options = load_prompt("daily_oracle.category").options
+    scored = [i for ids in out["scores"] for i in ids]
+    assert len(out["scores"]) >= 1 and len(set(scored)) >= len(options) - 1
