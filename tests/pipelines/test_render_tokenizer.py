@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-from transformers import AutoTokenizer
 
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.render import RenderConfig, Tokenizing
@@ -50,6 +49,9 @@ def _texts(shared_data) -> list[str]:
 
 
 def test_the_embedded_models_render_tokenizer_gives_the_engines_ids_and_plans(local_model_dir, shared_data):
+    # imported here, not at collection: a pytest worker that runs no model test imports no transformers
+    from transformers import AutoTokenizer
+
     cfg = RenderConfig.of(LLMConfig(model_dir=str(local_model_dir)))
     light, engine = load_tokenizer(cfg), AutoTokenizer.from_pretrained(str(local_model_dir))
     assert is_plain_tokenizer(local_model_dir) and isinstance(light, TokenizerFile)
