@@ -57,24 +57,45 @@ def _tokenizer_config(path: Path) -> dict[str, Any] | None:
     return json.loads(config.read_text()) if config.exists() else None
 
 
-def _declares_template(path: Path, config: dict[str, Any] | None) -> bool:
-    """Whether a local checkpoint's files hold a chat template: a template file, or one in its
-    tokenizer configuration."""
-    return any((path / name).exists() for name in TEMPLATE_FILES) or bool((config or {}).get("chat_template"))
+# A plain tokenizer's configuration: transformers' save of a checkpoint whose tokenizer.json is the
+# whole tokenizer. Any other key (added tokens, special-token splitting, prefix spaces, a template,
+# bos/eos insertion) is something transformers adds on top of the file, so such a checkpoint goes
+# through transformers.
+PLAIN_CONFIG_KEYS = {
+    "backend",
+    "tokenizer_class",
+    "bos_token",
+    "eos_token",
+    "unk_token",
+    "pad_token",
+    "mask_token",
+    "model_max_length",
+    "padding_side",
+    "is_local",
+    "local_files_only",
+}
+PLAIN_IF_FALSE = {"clean_up_tokenization_spaces", "split_special_tokens"}
+# Classes whose transformers tokenizer encodes and decodes as their tokenizer.json, as checked
+# against the embedded model's (tests/pipelines/test_render_tokenizer.py): Gemma's.
+PLAIN_CLASSES = ("GemmaTokenizer",)
 
 
 def is_plain_tokenizer(path: Path) -> bool:
-    """Whether a local checkpoint's tokenizer is its ``tokenizer.json`` alone, as saved by
-    transformers for the tokenizers library (``"backend": "tokenizers"``): no chat template, no
-    clean-up of decoded spaces. Such a tokenizer encodes and decodes through the tokenizers library
-    as transformers' does (``tokenizer_file``)."""
+    """Whether a local checkpoint's tokenizer is its ``tokenizer.json`` alone: saved by
+    transformers for the tokenizers library, of a class that adds nothing to the file, and a
+    configuration of ``PLAIN_CONFIG_KEYS`` only (a false ``PLAIN_IF_FALSE`` setting aside), so no
+    chat template either. Such a tokenizer encodes and decodes through the tokenizers library as
+    transformers' does (``tokenizer_file``)."""
     config = _tokenizer_config(path)
     return (
         (path / "tokenizer.json").exists()
         and config is not None
         and config.get("backend") == "tokenizers"
-        and not config.get("clean_up_tokenization_spaces")
-        and not _declares_template(path, config)
+        and config.get("tokenizer_class") in PLAIN_CLASSES
+        and all(
+            key in PLAIN_CONFIG_KEYS or (key in PLAIN_IF_FALSE and not value) for key, value in config.items()
+        )
+        and not any((path / name).exists() for name in TEMPLATE_FILES)
     )
 
 
@@ -114,6 +135,6 @@ def has_chat_template(cfg: RenderConfig) -> bool:
 
         path = Path(model_path(cfg.model_dir))
         if not any((path / name).exists() for name in TEMPLATE_FILES):
-            return _declares_template(path, _tokenizer_config(path))
+            return bool((_tokenizer_config(path) or {}).get("chat_template"))
     tok = load_tokenizer(cfg)
     return bool(getattr(tok, "chat_template", None))

@@ -1,6 +1,7 @@
 """The renderer's tokenizer for the embedded model is its ``tokenizer.json`` through the tokenizers
 library: the token ids and decodings the engine's transformers tokenizer gives, on real text and
-on every choice prompt's options, in a worker that never imports transformers or torch."""
+on every choice prompt's options (and the evaluation's option labels), in a worker that never
+imports transformers or torch."""
 
 import json
 import subprocess
@@ -12,6 +13,7 @@ from pipelines.llm.config import LLMConfig
 from pipelines.llm.render import RenderConfig, Tokenizing
 from pipelines.llm.tokenizer import TokenizerFile, is_plain_tokenizer, load_tokenizer
 from udfs.choice import plan_choice
+from udfs.evaluate.answers import option_labels
 from udfs.prompts import all_prompt_ids, load_prompt
 
 pytestmark = pytest.mark.llm
@@ -66,14 +68,15 @@ def test_the_embedded_models_render_tokenizer_gives_the_engines_ids_and_plans(lo
     def engine_ids(text: str) -> list[int]:
         return engine(text, add_special_tokens=False)["input_ids"]
 
-    choices = [load_prompt(p) for p in all_prompt_ids()]
-    choices = [p for p in choices if p.kind == "choice" and p.options]
-    assert len(choices) >= 5
+    prompts = [load_prompt(p) for p in all_prompt_ids()]
+    fixed = [list(p.options) for p in prompts if p.kind == "choice" and p.options]
+    assert len(fixed) >= 5
+    labelled = [option_labels(n) for n in range(2, 11)]  # the evaluation's per-item options
     rendering = Tokenizing(cfg)
-    for prompt in choices:
+    for options in fixed + labelled:
         for space in (False, True):
-            plan = plan_choice(list(prompt.options), rendering.tokenize, space)
-            assert plan == plan_choice(list(prompt.options), engine_ids, space), prompt.id
+            plan = plan_choice(options, rendering.tokenize, space)
+            assert plan == plan_choice(options, engine_ids, space), options
             for node in plan.nodes:
                 if node.prefix_ids:
                     assert light.decode(node.prefix_ids) == engine.decode(node.prefix_ids)

@@ -124,29 +124,54 @@ def test_a_worker_loads_a_tokenizer_once_whatever_the_stages_other_settings(tmp_
     assert loads == [str(tmp_path), absent, needed, needed]
 
 
+PLAIN = {"backend": "tokenizers", "tokenizer_class": "GemmaTokenizer", "eos_token": "<eos>"}
+
+
+def _checkpoint(directory, config: dict | None, tokenizer_json: bool = True, **files: str):
+    directory.mkdir()
+    if tokenizer_json:
+        (directory / "tokenizer.json").write_text("{}")
+    if config is not None:
+        files["tokenizer_config.json"] = json.dumps(config)
+    _local(directory, **files)
+    return directory
+
+
 def test_only_a_plain_tokenizer_json_skips_transformers(tmp_path):
-    """A checkpoint whose tokenizer transformers would change (a chat template, cleaned-up
-    decodings, an older save without ``"backend": "tokenizers"``) loads through transformers."""
-    plain = '{"backend": "tokenizers", "eos_token": "<eos>"}'
+    """A checkpoint whose tokenizer transformers would change (a chat template, added or split
+    special tokens, cleaned-up decodings, another class, an older save without ``"backend":
+    "tokenizers"``) loads through transformers."""
     cases = {
-        "plain": ({"tokenizer_config.json": plain}, True),
-        "no_tokenizer_json": ({"tokenizer_config.json": plain}, False),
-        "older_save": ({"tokenizer_config.json": '{"eos_token": "<eos>"}'}, False),
-        "no_config": ({}, False),
-        "template_key": (
-            {"tokenizer_config.json": '{"backend": "tokenizers", "chat_template": "{{ x }}"}'},
-            False,
+        "plain": (PLAIN, {}, True),
+        "plain_with_false_settings": (
+            PLAIN | {"clean_up_tokenization_spaces": False, "split_special_tokens": False},
+            {},
+            True,
         ),
-        "template_file": ({"tokenizer_config.json": plain, "chat_template.jinja": "{{ x }}"}, False),
-        "clean_up": (
-            {"tokenizer_config.json": '{"backend": "tokenizers", "clean_up_tokenization_spaces": true}'},
-            False,
-        ),
+        "older_save": ({k: v for k, v in PLAIN.items() if k != "backend"}, {}, False),
+        "no_config": (None, {}, False),
+        "another_class": (PLAIN | {"tokenizer_class": "LlamaTokenizer"}, {}, False),
+        "template_key": (PLAIN | {"chat_template": "{{ x }}"}, {}, False),
+        "template_file": (PLAIN, {"chat_template.jinja": "{{ x }}"}, False),
+        "clean_up": (PLAIN | {"clean_up_tokenization_spaces": True}, {}, False),
+        "split_special": (PLAIN | {"split_special_tokens": True}, {}, False),
+        "added_tokens": (PLAIN | {"added_tokens_decoder": {"7": {"content": "<x>"}}}, {}, False),
+        "bos_insertion": (PLAIN | {"add_bos_token": False}, {}, False),
     }
-    for name, (files, plain_expected) in cases.items():
-        directory = tmp_path / name
-        directory.mkdir()
-        if name != "no_tokenizer_json":
-            (directory / "tokenizer.json").write_text("{}")
-        _local(directory, **files)
-        assert tokenizer.is_plain_tokenizer(directory) is plain_expected, name
+    for name, (config, files, plain) in cases.items():
+        assert tokenizer.is_plain_tokenizer(_checkpoint(tmp_path / name, config, **files)) is plain, name
+    assert not tokenizer.is_plain_tokenizer(_checkpoint(tmp_path / "no_tokenizer_json", PLAIN, False))
+
+
+def test_a_worker_loads_a_plain_tokenizer_once_whatever_the_stages_other_settings(tmp_path, monkeypatch):
+    made = []
+    monkeypatch.setattr(tokenizer, "TokenizerFile", lambda path: made.append(path) or object())
+    directory = _checkpoint(tmp_path / "plain", PLAIN)
+    local = [
+        RenderConfig(backend, "m", "m", str(directory), template, limit)
+        for backend in ("scripted", "local")
+        for template in (True, False)
+        for limit in (None, 40)
+    ]
+    assert len({id(tokenizer.load_tokenizer(cfg)) for cfg in local}) == 1
+    assert made == [str(directory)]
