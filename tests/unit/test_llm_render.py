@@ -84,6 +84,17 @@ def test_a_template_in_the_config_or_a_template_file_means_a_chat_template(tmp_p
     assert len(loads) == 2
 
 
+def _every_local_setting(checkpoint) -> list[RenderConfig]:
+    """The stages' settings one worker may render for a local checkpoint: either backend, with
+    and without a chat template and a token limit."""
+    return [
+        RenderConfig(backend, "m", "m", str(checkpoint), template, limit)
+        for backend in ("scripted", "local")
+        for template in (True, False)
+        for limit in (None, 40)
+    ]
+
+
 def test_a_worker_loads_a_tokenizer_once_whatever_the_stages_other_settings(tmp_path, monkeypatch):
     """Keyed on the whole RenderConfig, a worker that rendered stages of the scripted and the local
     backend, with and without a token limit, loaded the same tokenizer for each (22 loads in 10
@@ -101,12 +112,7 @@ def test_a_worker_loads_a_tokenizer_once_whatever_the_stages_other_settings(tmp_
 
     # sources no other test names, so nothing cached before answers for them (and the fakes
     # cached here are never asked for again)
-    local = [
-        RenderConfig(backend, "m", "m", str(tmp_path), template, limit)
-        for backend in ("scripted", "local")
-        for template in (True, False)
-        for limit in (None, 40)
-    ]
+    local = _every_local_setting(tmp_path)
     assert len({id(tokenizer.load_tokenizer(cfg)) for cfg in local}) == 1
     assert loads == [str(tmp_path)]
     resolved = []
@@ -167,11 +173,6 @@ def test_a_worker_loads_a_plain_tokenizer_once_whatever_the_stages_other_setting
     made = []
     monkeypatch.setattr(tokenizer, "TokenizerFile", lambda path: made.append(path) or object())
     directory = _checkpoint(tmp_path / "plain", PLAIN)
-    local = [
-        RenderConfig(backend, "m", "m", str(directory), template, limit)
-        for backend in ("scripted", "local")
-        for template in (True, False)
-        for limit in (None, 40)
-    ]
+    local = _every_local_setting(directory)
     assert len({id(tokenizer.load_tokenizer(cfg)) for cfg in local}) == 1
     assert made == [str(directory)]
