@@ -5,6 +5,7 @@ merge it into the tables (``jobs.articles_table.merge_and_write``) and record th
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict
@@ -23,6 +24,20 @@ from udfs.schemas import ARTICLES
 log = logging.getLogger("augury.articles")
 
 SCAN_BATCH_BYTES = 32 << 20  # a scan task flushes its rows at this many bytes of raw input
+PART_BYTES = 16 << 20  # a small run gets a partition per this many bytes of input (as stored)
+
+
+def row_partitions(files: list[str], cores: int) -> int:
+    """Partitions of a run's rows (the spread parse, the dedup, the rejected rows): four per
+    core, or one per file when there are more files. A run smaller than that many ``PART_BYTES``
+    gets one per ``PART_BYTES`` of input, but at least one per core: a daily increment of one
+    small file is not cut into tasks of a few records each, whose start-up costs more than
+    their work. Only a run with fewer files than that looks at file sizes."""
+    wide = max(4 * cores, len(files))
+    if len(files) >= wide:
+        return wide
+    total = sum(storage.size(f) for f in files)
+    return max(cores, min(wide, math.ceil(total / PART_BYTES)))
 
 
 def stage_files(

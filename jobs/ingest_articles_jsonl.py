@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from jobs.articles_run import ingest_staged, record_run, stage_files
+from jobs.articles_run import ingest_staged, record_run, row_partitions, stage_files
 from jobs.spark import corpus_session, spark_session
 from udfs import storage
 from udfs.cli import InputError, option, parse, run_cli
@@ -131,7 +131,7 @@ def run(config: Config, spark: SparkSession | None = None) -> RunSummary:
     spark = spark or spark_session("augury-ingest-articles-jsonl")
     with corpus_session(spark):
         cores = spark.sparkContext.defaultParallelism
-        n_parts = max(4 * cores, len(files))
+        n_parts = row_partitions(files, cores)
         staged = staged_records(spark, files, config, dt.datetime.now(dt.UTC), n_parts, len(files) < cores)
         ingest_staged(spark, staged, files, config.root, n_parts, summary)
     summary.metrics["JSON Lines files"] = len(files)

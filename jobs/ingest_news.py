@@ -37,7 +37,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
-from jobs.articles_run import ingest_staged, record_run, stage_files
+from jobs.articles_run import ingest_staged, record_run, row_partitions, stage_files
 from jobs.spark import corpus_session, spark_session
 from udfs import storage
 from udfs.cli import InputError, option, run_cli
@@ -106,7 +106,7 @@ class Config:
         None, metavar="JACCARD", help="mark near-duplicates at this word-3-gram Jaccard similarity, e.g. 0.8"
     )
     partitions: int = option(
-        0, min=0, help="extract partitions when records are spread (0: max(4×cores, files))"
+        0, min=0, help="extract partitions when records are spread (0: 4×cores, fewer for a small input)"
     )
     max_failure_rate: float = option(
         0.5,
@@ -258,7 +258,7 @@ def run(config: Config, spark: SparkSession | None = None) -> RunSummary:
         config.root,
     )
     with corpus_session(spark, EXTRACT_BATCH_ROWS):
-        n_parts = config.partitions or max(4 * cores, len(files))
+        n_parts = config.partitions or row_partitions(files, cores)
         staged = staged_records(spark, files, config, dt.datetime.now(dt.UTC), n_parts, spread)
         check = failure_check(config.max_failure_rate, config.extractor)
         ingest_staged(spark, staged, files, config.root, n_parts, summary, config.near_duplicates, check)

@@ -105,6 +105,12 @@ def is_file(uri: str) -> bool:
     return fs.get_file_info(path).type == pafs.FileType.File
 
 
+def size(uri: str) -> int:
+    """Bytes of the file at ``uri`` (as stored: compressed files are not opened)."""
+    fs, path = filesystem(uri)
+    return fs.get_file_info(path).size or 0
+
+
 def delete(uri: str) -> None:
     """Remove a file or a directory tree if it exists."""
     fs, path = filesystem(uri)
