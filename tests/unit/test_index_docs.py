@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from udfs.cli import InputError
-from udfs.embeddings import DEFAULT_ENCODER, embed, load_encoder
+from udfs.embeddings import DEFAULT_ENCODER, bundled_encoder_path, embed, load_encoder
 from udfs.index_docs import check_partitions, cutoff_filter, documents, eligible, pack_passages, quoted_list
 
 
@@ -75,12 +75,13 @@ def test_hashing_encoder_is_deterministic_and_normalised():
 
 
 def test_no_input_gives_no_rows_of_the_encoders_width_without_a_warning():
-    """The bundled MiniLM, asked for nothing: (0, 384), through sentence-transformers' current
-    name for the width (the old one warns on every call, in every embedding actor's log)."""
-    load_encoder(DEFAULT_ENCODER)  # loading may warn on its own account
+    """The bundled MiniLM, asked for nothing: (0, 384), run directly and through
+    sentence-transformers (named by its path), whose current name for the width is used (the old
+    one warns on every call, in every embedding actor's log)."""
+    load_encoder(bundled_encoder_path())  # loading may warn on its own account
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert embed([], DEFAULT_ENCODER).shape == (0, 384)
+        assert embed([], DEFAULT_ENCODER).shape == (0, 384) == embed([], bundled_encoder_path()).shape
 
 
 def test_passages_pack_whole_paragraphs_and_split_long_ones():
