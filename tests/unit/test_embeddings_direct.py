@@ -78,6 +78,7 @@ def test_embedding_with_the_bundled_encoder_imports_no_sentence_transformers():
         ),
         (lambda d: (d / "1_Pooling" / "config.json").unlink(), False),
     ],
+    ids=["bundled", "cls-too", "max", "lower-case", "no-normalize", "no-pooling-config"],
 )
 def test_only_a_transformer_mean_pooled_and_normalised_is_run_directly(tmp_path, change, fits):
     model = tmp_path / "model"  # the files ``fits`` reads
