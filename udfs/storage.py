@@ -106,9 +106,13 @@ def is_file(uri: str) -> bool:
 
 
 def size(uri: str) -> int:
-    """Bytes of the file at ``uri`` (as stored: compressed files are not opened)."""
+    """Bytes of the file at ``uri`` (as stored: compressed files are not opened); a missing file
+    or a directory is a ``FileNotFoundError``, never a size of 0."""
     fs, path = filesystem(uri)
-    return fs.get_file_info(path).size or 0
+    info = fs.get_file_info(path)
+    if info.type != pafs.FileType.File:
+        raise FileNotFoundError(f"not a file: {uri}")
+    return info.size
 
 
 def delete(uri: str) -> None:

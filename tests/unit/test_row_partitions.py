@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 from jobs.articles_run import PART_BYTES, row_partitions
 from udfs import storage
 
@@ -31,10 +33,16 @@ def test_a_run_grows_a_partition_per_part_bytes_up_to_four_per_core(tmp_path):
 
 def test_many_files_give_a_partition_each_without_reading_their_sizes(tmp_path):
     missing = [storage.normalize_uri(str(tmp_path / f"gone-{i}.warc.gz")) for i in range(9)]
-    assert row_partitions(missing, cores=2) == 9  # no size asked: these files do not exist
+    assert row_partitions(missing, cores=2) == 9  # no size asked: these files do not exist (it raises)
     assert row_partitions(missing[:8], cores=2) == 8
 
 
-def test_size_is_the_stored_bytes(tmp_path):
+def test_size_is_the_stored_bytes_and_a_missing_file_has_none(tmp_path):
     (uri,) = _files(tmp_path, [12_345])
     assert storage.size(uri) == 12_345
+    for absent in (
+        storage.normalize_uri(str(tmp_path / "gone.warc.gz")),
+        storage.normalize_uri(str(tmp_path)),
+    ):
+        with pytest.raises(FileNotFoundError, match="not a file"):
+            storage.size(absent)
