@@ -99,9 +99,10 @@ class LocalEngine:
         self, model_dir: str | None = None, max_input_tokens: int = 2048, threads: int | None = None
     ):
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM
 
         from pipelines.llm.local_model import model_path
+        from pipelines.llm.tokenizer import engine_tokenizer
         from udfs.report import quiet_model_loading
 
         # One core stays free for Ray Data and the driver: torch's spinning OpenMP threads slow
@@ -110,7 +111,7 @@ class LocalEngine:
         path = model_path(model_dir)
         started = time.time()
         quiet_model_loading()
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.tokenizer = engine_tokenizer(path)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token

@@ -118,6 +118,27 @@ class TokenizerFile:
         return self.tokenizer.decode(list(ids), skip_special_tokens=False)
 
 
+# What a plain configuration tells transformers beyond its tokenizer.json (PLAIN_CONFIG_KEYS less
+# the keys that name how the configuration was saved)
+PLAIN_SETTINGS = PLAIN_CONFIG_KEYS - {"backend", "tokenizer_class", "is_local", "local_files_only"}
+
+
+def engine_tokenizer(path: str) -> Any:
+    """The transformers tokenizer of the local checkpoint at ``path``, as the engine encodes,
+    decodes and builds grammars with it. A plain one (``is_plain_tokenizer``) is read from its
+    ``tokenizer.json`` with its configuration's special tokens: the same tokenizer (its
+    serialisation, special and added tokens, and xgrammar's view of its vocabulary are checked
+    equal in tests/pipelines/test_render_tokenizer.py) in ~1 of the ~3.8 CPU-seconds
+    ``AutoTokenizer`` takes, which for Gemma parses the file in Python and builds it again."""
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    folder = Path(path)
+    if not is_plain_tokenizer(folder):
+        return AutoTokenizer.from_pretrained(path)
+    settings = {k: v for k, v in (_tokenizer_config(folder) or {}).items() if k in PLAIN_SETTINGS}
+    return PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"), **settings)
+
+
 @functools.lru_cache(maxsize=4)
 def tokenizer_file(path: str) -> TokenizerFile:
     """The plain tokenizer at ``path``, loaded once per process (as ``tokenizer_from``)."""

@@ -1,7 +1,9 @@
-"""The renderer's tokenizer for the embedded model is its ``tokenizer.json`` through the tokenizers
-library: the token ids and decodings the engine's transformers tokenizer gives, on real text and
-on every choice prompt's options (and the evaluation's option labels), in a worker that never
-imports transformers or torch."""
+"""The embedded model's tokenizers are its ``tokenizer.json``. The renderer's, through the tokenizers
+library, gives the token ids and decodings of the engine's transformers tokenizer, on real text
+and on every choice prompt's options (and the evaluation's option labels), in a worker that never
+imports transformers or torch. The engine's, read from the file, is the tokenizer transformers'
+``AutoTokenizer`` builds: the same serialisation, special and added tokens, and vocabulary as
+xgrammar decodes it."""
 
 import json
 import subprocess
@@ -11,7 +13,7 @@ import pytest
 
 from pipelines.llm.config import LLMConfig
 from pipelines.llm.render import RenderConfig, Tokenizing
-from pipelines.llm.tokenizer import TokenizerFile, is_plain_tokenizer, load_tokenizer
+from pipelines.llm.tokenizer import TokenizerFile, engine_tokenizer, is_plain_tokenizer, load_tokenizer
 from udfs.choice import plan_choice
 from udfs.evaluate.answers import option_labels
 from udfs.prompts import all_prompt_ids, load_prompt
@@ -50,12 +52,46 @@ def _texts(shared_data) -> list[str]:
     return [t for t in texts if len(t) > 20] + EDGES
 
 
-def test_the_embedded_models_render_tokenizer_gives_the_engines_ids_and_plans(local_model_dir, shared_data):
-    # imported here, not at collection: a pytest worker that runs no model test imports no transformers
-    from transformers import AutoTokenizer
+@pytest.fixture(scope="module")
+def engines_tokenizer(local_model_dir):
+    """The engine's tokenizer, loaded as ``LocalEngine`` loads it (the suite's ``engine`` is the
+    engine itself)."""
+    return engine_tokenizer(str(local_model_dir))
 
+
+def test_the_engines_tokenizer_read_from_its_file_is_the_one_transformers_builds(
+    local_model_dir, engines_tokenizer
+):
+    # imported here, not at collection: a pytest worker that runs no model test imports no transformers
+    import xgrammar as xgr
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    engine, built = engines_tokenizer, AutoTokenizer.from_pretrained(str(local_model_dir))
+    assert type(engine) is PreTrainedTokenizerFast and type(built) is not PreTrainedTokenizerFast
+    assert engine.backend_tokenizer.to_str() == built.backend_tokenizer.to_str()
+    for name in ("bos", "eos", "pad", "unk", "mask"):
+        assert getattr(engine, f"{name}_token_id") == getattr(built, f"{name}_token_id"), name
+    assert engine.all_special_ids == built.all_special_ids and engine.get_vocab() == built.get_vocab()
+    assert str(engine.added_tokens_decoder) == str(built.added_tokens_decoder)
+    infos = [
+        xgr.TokenizerInfo.from_huggingface(t, vocab_size=len(built), stop_token_ids=[1])
+        for t in (engine, built)
+    ]
+    assert infos[0].dump_metadata() == infos[1].dump_metadata()
+    assert infos[0].decoded_vocab == infos[1].decoded_vocab
+    for text in EDGES:
+        ids = built(text, add_special_tokens=True)["input_ids"]
+        assert engine(text, add_special_tokens=True)["input_ids"] == ids, text
+        for skip in (False, True):
+            assert engine.decode(ids, skip_special_tokens=skip) == built.decode(ids, skip_special_tokens=skip)
+
+
+def test_the_embedded_models_render_tokenizer_gives_the_engines_ids_and_plans(
+    local_model_dir, shared_data, engines_tokenizer
+):
+    engine = engines_tokenizer
     cfg = RenderConfig.of(LLMConfig(model_dir=str(local_model_dir)))
-    light, engine = load_tokenizer(cfg), AutoTokenizer.from_pretrained(str(local_model_dir))
+    light = load_tokenizer(cfg)
     assert is_plain_tokenizer(local_model_dir) and isinstance(light, TokenizerFile)
     texts = _texts(shared_data)
     assert len(texts) > 500

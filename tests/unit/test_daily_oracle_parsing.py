@@ -280,11 +280,10 @@ def test_normalise_category(text, label):
 def test_category_labels_score_in_one_step_on_the_embedded_tokenizer(local_model_dir):
     """No label is a token prefix of another (no relabelling needed), and their first tokens all
     differ, so one next-token distribution scores them."""
-    from transformers import AutoTokenizer
-
+    from pipelines.llm.tokenizer import engine_tokenizer
     from udfs.choice import plan_choice
 
-    tokenizer = AutoTokenizer.from_pretrained(str(local_model_dir))
+    tokenizer = engine_tokenizer(str(local_model_dir))
     plan = plan_choice(CATEGORIES, lambda s: tokenizer(s, add_special_tokens=False)["input_ids"], False)
     assert len(plan.nodes) == 1 and len(plan.nodes[0].groups) == len(CATEGORIES)
     assert tuple(load_prompt("daily_oracle.category").options) == CATEGORIES

@@ -176,3 +176,27 @@ def test_a_worker_loads_a_plain_tokenizer_once_whatever_the_stages_other_setting
     local = _every_local_setting(directory)
     assert len({id(tokenizer.load_tokenizer(cfg)) for cfg in local}) == 1
     assert made == [str(directory)]
+
+
+def test_the_engine_reads_a_plain_tokenizer_from_its_file_and_any_other_through_transformers(
+    tmp_path, monkeypatch
+):
+    import transformers
+    from tokenizers import Tokenizer, models
+
+    plain = _checkpoint(tmp_path / "plain", PLAIN | {"pad_token": "<pad>", "model_max_length": 32})
+    words = {"<pad>": 0, "<eos>": 1, "a": 2}
+    Tokenizer(models.WordLevel(words, unk_token="<eos>")).save(str(plain / "tokenizer.json"))
+    loaded = []
+    monkeypatch.setattr(
+        transformers.AutoTokenizer, "from_pretrained", lambda path: loaded.append(path) or "auto"
+    )
+    engine = tokenizer.engine_tokenizer(str(plain))
+    assert type(engine) is transformers.PreTrainedTokenizerFast and loaded == []
+    assert (engine.eos_token_id, engine.pad_token_id, engine.model_max_length) == (
+        1,
+        0,
+        32,
+    )  # the configuration's
+    templated = _checkpoint(tmp_path / "templated", PLAIN, **{"chat_template.jinja": "{{ x }}"})
+    assert tokenizer.engine_tokenizer(str(templated)) == "auto" and loaded == [str(templated)]

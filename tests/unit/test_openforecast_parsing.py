@@ -183,12 +183,12 @@ def test_prompts_end_where_their_parsers_start(prompt_id, prefix):
 
 
 def test_label_sets_match_the_prompts_and_are_scorable(local_model_dir):
-    from transformers import AutoTokenizer
+    from pipelines.llm.tokenizer import engine_tokenizer
 
     category = load_prompt("openforecast.page_category")
     heading = load_prompt("openforecast.page_heading")
     assert category.options == wiki.CATEGORY_LABELS and heading.options == stories.WCEP_HEADINGS
-    tokenizer = AutoTokenizer.from_pretrained(str(local_model_dir))
+    tokenizer = engine_tokenizer(str(local_model_dir))
 
     def tokenize(text):
         return tokenizer(text, add_special_tokens=False)["input_ids"]
