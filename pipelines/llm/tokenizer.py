@@ -1,7 +1,8 @@
 """The model's tokenizer as rendering needs it: the chat template, choice plans' token ids, token
 estimates. Loaded once per worker process and source, lazily: a base model's generate stage needs
 none, and a plain local checkpoint (the embedded model's) loads through the tokenizers library
-without importing transformers or torch."""
+without importing transformers or torch. Also the local engine's tokenizer (``engine_tokenizer``),
+read from the same file when it is plain."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def load_tokenizer(cfg: RenderConfig) -> Any:
 def tokenizer_from(source: str, required: bool) -> Any:
     """The tokenizer at ``source``, loaded once per process whatever the stage's other settings:
     a worker renders stages of several configurations (the scripted and local backends, their
-    token limits) and each load costs ~3 CPU-seconds for the embedded model's 262k tokens. A
+    token limits) and each load costs ~3.8 CPU-seconds for the embedded model's 262k tokens. A
     missing tokenizer is None unless ``required``, and that answer is cached too."""
     from transformers import AutoTokenizer
 
@@ -50,6 +51,8 @@ def tokenizer_from(source: str, required: bool) -> Any:
 
 
 TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json", "additional_chat_templates")
+# Files of older saves that transformers still reads for special and added tokens
+LEGACY_FILES = ("special_tokens_map.json", "added_tokens.json")
 
 
 def _tokenizer_config(path: Path) -> dict[str, Any] | None:
@@ -84,10 +87,16 @@ def is_plain_tokenizer(path: Path) -> bool:
     """Whether a local checkpoint's tokenizer is its ``tokenizer.json`` alone: saved by
     transformers for the tokenizers library, of a class that adds nothing to the file, and a
     configuration of ``PLAIN_CONFIG_KEYS`` only (a false ``PLAIN_IF_FALSE`` setting aside), so no
-    chat template either. Such a tokenizer encodes and decodes through the tokenizers library as
-    transformers' does (``tokenizer_file``)."""
+    chat template either, nor the special or added tokens of an older save's files. Such a
+    tokenizer encodes and decodes through the tokenizers library as transformers' does
+    (``tokenizer_file``)."""
+    return _plain_config(path) is not None
+
+
+def _plain_config(path: Path) -> dict[str, Any] | None:
+    """The configuration of a plain tokenizer (``is_plain_tokenizer``), None for any other."""
     config = _tokenizer_config(path)
-    return (
+    plain = (
         (path / "tokenizer.json").exists()
         and config is not None
         and config.get("backend") == "tokenizers"
@@ -95,8 +104,9 @@ def is_plain_tokenizer(path: Path) -> bool:
         and all(
             key in PLAIN_CONFIG_KEYS or (key in PLAIN_IF_FALSE and not value) for key, value in config.items()
         )
-        and not any((path / name).exists() for name in TEMPLATE_FILES)
+        and not any((path / name).exists() for name in TEMPLATE_FILES + LEGACY_FILES)
     )
+    return config if plain else None
 
 
 class TokenizerFile:
@@ -119,23 +129,27 @@ class TokenizerFile:
 
 
 # What a plain configuration tells transformers beyond its tokenizer.json (PLAIN_CONFIG_KEYS less
-# the keys that name how the configuration was saved)
+# the keys that name how the configuration was saved), and the special tokens it must name: a
+# class such as Gemma's has defaults for those the configuration leaves out, the file has none
 PLAIN_SETTINGS = PLAIN_CONFIG_KEYS - {"backend", "tokenizer_class", "is_local", "local_files_only"}
+SPECIAL_TOKENS = {"bos_token", "eos_token", "unk_token", "pad_token", "mask_token"}
 
 
 def engine_tokenizer(path: str) -> Any:
     """The transformers tokenizer of the local checkpoint at ``path``, as the engine encodes,
-    decodes and builds grammars with it. A plain one (``is_plain_tokenizer``) is read from its
-    ``tokenizer.json`` with its configuration's special tokens: the same tokenizer (its
-    serialisation, special and added tokens, and xgrammar's view of its vocabulary are checked
-    equal in tests/pipelines/test_render_tokenizer.py) in ~1 of the ~3.8 CPU-seconds
+    decodes and builds grammars with it. A plain one (``is_plain_tokenizer``) whose configuration
+    names every special token is read from its ``tokenizer.json`` with those settings: the
+    tokenizer ``AutoTokenizer`` builds (its serialisation, special and added tokens, settings, and
+    xgrammar's view of its vocabulary are checked equal in tests/pipelines/test_render_tokenizer.py;
+    only the padding side differs, which the engine sets) in ~1 of the ~3.8 CPU-seconds
     ``AutoTokenizer`` takes, which for Gemma parses the file in Python and builds it again."""
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
     folder = Path(path)
-    if not is_plain_tokenizer(folder):
+    config = _plain_config(folder)
+    if config is None or SPECIAL_TOKENS - config.keys():  # a special token left to the class
         return AutoTokenizer.from_pretrained(path)
-    settings = {k: v for k, v in (_tokenizer_config(folder) or {}).items() if k in PLAIN_SETTINGS}
+    settings = {k: v for k, v in config.items() if k in PLAIN_SETTINGS}
     return PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"), **settings)
 
 

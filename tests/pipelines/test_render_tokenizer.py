@@ -53,26 +53,34 @@ def _texts(shared_data) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def engines_tokenizer(local_model_dir):
-    """The engine's tokenizer, loaded as ``LocalEngine`` loads it (the suite's ``engine`` is the
-    engine itself)."""
+def engine_tok(local_model_dir):
+    """The engine's tokenizer, loaded as ``LocalEngine`` loads it (the suite's ``engine`` fixture is
+    the engine itself)."""
     return engine_tokenizer(str(local_model_dir))
 
 
-def test_the_engines_tokenizer_read_from_its_file_is_the_one_transformers_builds(
-    local_model_dir, engines_tokenizer
-):
+def test_the_engine_tok_read_from_its_file_is_the_one_transformers_builds(local_model_dir, engine_tok):
     # imported here, not at collection: a pytest worker that runs no model test imports no transformers
     import xgrammar as xgr
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-    engine, built = engines_tokenizer, AutoTokenizer.from_pretrained(str(local_model_dir))
+    engine, built = engine_tok, AutoTokenizer.from_pretrained(str(local_model_dir))
     assert type(engine) is PreTrainedTokenizerFast and type(built) is not PreTrainedTokenizerFast
     assert engine.backend_tokenizer.to_str() == built.backend_tokenizer.to_str()
     for name in ("bos", "eos", "pad", "unk", "mask"):
         assert getattr(engine, f"{name}_token_id") == getattr(built, f"{name}_token_id"), name
     assert engine.all_special_ids == built.all_special_ids and engine.get_vocab() == built.get_vocab()
     assert str(engine.added_tokens_decoder) == str(built.added_tokens_decoder)
+    settings = (
+        "model_input_names",
+        "clean_up_tokenization_spaces",
+        "split_special_tokens",
+        "model_max_length",
+    )
+    settings += ("add_bos_token", "add_eos_token", "chat_template")
+    assert {k: getattr(engine, k, None) for k in settings} == {k: getattr(built, k, None) for k in settings}
+    assert (engine.padding_side, built.padding_side) == ("right", "left")  # LocalEngine sets left
+    # xgrammar's own reading of the vocabulary, which the engine's grammars are compiled against
     infos = [
         xgr.TokenizerInfo.from_huggingface(t, vocab_size=len(built), stop_token_ids=[1])
         for t in (engine, built)
@@ -87,9 +95,9 @@ def test_the_engines_tokenizer_read_from_its_file_is_the_one_transformers_builds
 
 
 def test_the_embedded_models_render_tokenizer_gives_the_engines_ids_and_plans(
-    local_model_dir, shared_data, engines_tokenizer
+    local_model_dir, shared_data, engine_tok
 ):
-    engine = engines_tokenizer
+    engine = engine_tok
     cfg = RenderConfig.of(LLMConfig(model_dir=str(local_model_dir)))
     light = load_tokenizer(cfg)
     assert is_plain_tokenizer(local_model_dir) and isinstance(light, TokenizerFile)

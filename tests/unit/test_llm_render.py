@@ -163,6 +163,8 @@ def test_only_a_plain_tokenizer_json_skips_transformers(tmp_path):
         "split_special": (PLAIN | {"split_special_tokens": True}, {}, False),
         "added_tokens": (PLAIN | {"added_tokens_decoder": {"7": {"content": "<x>"}}}, {}, False),
         "bos_insertion": (PLAIN | {"add_bos_token": False}, {}, False),
+        "older_special_tokens_file": (PLAIN, {"special_tokens_map.json": "{}"}, False),
+        "older_added_tokens_file": (PLAIN, {"added_tokens.json": "{}"}, False),
     }
     for name, (config, files, plain) in cases.items():
         assert tokenizer.is_plain_tokenizer(_checkpoint(tmp_path / name, config, **files)) is plain, name
@@ -184,19 +186,21 @@ def test_the_engine_reads_a_plain_tokenizer_from_its_file_and_any_other_through_
     import transformers
     from tokenizers import Tokenizer, models
 
-    plain = _checkpoint(tmp_path / "plain", PLAIN | {"pad_token": "<pad>", "model_max_length": 32})
-    words = {"<pad>": 0, "<eos>": 1, "a": 2}
-    Tokenizer(models.WordLevel(words, unk_token="<eos>")).save(str(plain / "tokenizer.json"))
+    special = {"bos_token": "<bos>", "unk_token": "<unk>", "pad_token": "<pad>", "mask_token": "<mask>"}
+    named = _checkpoint(tmp_path / "named", PLAIN | special | {"model_max_length": 32})
+    words = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3, "<mask>": 4, "a": 5}
+    for directory in (named, _checkpoint(tmp_path / "eos_only", PLAIN)):
+        Tokenizer(models.WordLevel(words, unk_token="<unk>")).save(str(directory / "tokenizer.json"))
     loaded = []
     monkeypatch.setattr(
         transformers.AutoTokenizer, "from_pretrained", lambda path: loaded.append(path) or "auto"
     )
-    engine = tokenizer.engine_tokenizer(str(plain))
+    engine = tokenizer.engine_tokenizer(str(named))
     assert type(engine) is transformers.PreTrainedTokenizerFast and loaded == []
-    assert (engine.eos_token_id, engine.pad_token_id, engine.model_max_length) == (
-        1,
-        0,
-        32,
-    )  # the configuration's
+    ids = (engine.eos_token_id, engine.pad_token_id, engine.mask_token_id)
+    assert ids == (1, 0, 4) and engine.model_max_length == 32  # the configuration's tokens and settings
+    # a class's defaults would fill the special tokens a configuration leaves out: transformers builds it
+    assert tokenizer.engine_tokenizer(str(tmp_path / "eos_only")) == "auto"
     templated = _checkpoint(tmp_path / "templated", PLAIN, **{"chat_template.jinja": "{{ x }}"})
-    assert tokenizer.engine_tokenizer(str(templated)) == "auto" and loaded == [str(templated)]
+    assert tokenizer.engine_tokenizer(str(templated)) == "auto"
+    assert loaded == [str(tmp_path / "eos_only"), str(templated)]
