@@ -61,8 +61,9 @@ def _encoder(name: str) -> MeanPooled | Library:
     """The encoder ``embed`` runs for ``name``: the bundled MiniLM directly through transformers
     when its modules are the three ``MeanPooled`` computes, anything else through
     sentence-transformers."""
-    if name == DEFAULT_ENCODER and MeanPooled.fits(Path(bundled_encoder_path())):
-        return MeanPooled(Path(bundled_encoder_path()))
+    bundled = Path(bundled_encoder_path()) if name == DEFAULT_ENCODER else None
+    if bundled is not None and MeanPooled.fits(bundled):
+        return MeanPooled(bundled)
     return Library(load_encoder(name))
 
 
